@@ -1,0 +1,20 @@
+// The command line: one CLI11 app, one file per subcommand.
+//
+// Each subcommand file exposes add_<name>_command(app, slot). Registering parses nothing; when
+// CLI11 selects a subcommand, its callback stores the function to run in `slot`, and run_cli()
+// calls it after parsing, inside the single place where errors become messages and exit codes.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace kforge {
+
+using CommandSlot = std::function<int()>;
+
+int run_cli(int argc, char** argv);
+
+void add_task_command(CLI::App& app, CommandSlot& slot);
+
+} // namespace kforge

@@ -1,0 +1,30 @@
+// Reading facts off a candidate's CUDA source without compiling it: kernel names, includes,
+// forbidden patterns, and the normalised hash used to reject duplicates before compiling.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kforge {
+
+// The source with comments replaced by spaces and string/char literal contents blanked (newlines
+// kept, so line numbers still match). Preprocessor lines stay.
+std::string strip_comments_and_strings(std::string_view source);
+
+// Names of `__global__` functions, in order of appearance.
+std::vector<std::string> find_kernel_names(std::string_view source);
+
+struct IncludeDirective {
+    std::string path;   // as written between <> or ""
+    bool angled = false;
+    int line = 0;
+};
+std::vector<IncludeDirective> find_includes(std::string_view source);
+
+// Hash of the source with comments removed and whitespace runs collapsed, so two candidates that
+// differ only in comments or formatting count as duplicates. The plan block is part of the
+// comments, so the plan is hashed separately by the caller where it matters.
+std::string normalized_source_hash(std::string_view source);
+
+} // namespace kforge

@@ -1,0 +1,157 @@
+// Tasks: what a kernel computes, on which shapes, and how to check it (`kforge.task/1`).
+//
+// A task spec is a JSON file next to its CUDA reference kernel (tasks/README.md documents every
+// field). Sizes are integer symbols with constraints; arguments are typed tensors or scalars with an
+// intent and an input generator; each output names its check. Three shape lists serve three
+// purposes: `tests` (small and odd sizes, for correctness), `bench` (sizes that fill the GPU, for
+// timing; shown to the model), `held_out` (never shown to the model; run on each new best).
+//
+// load_task() parses and validates everything that can be checked without a GPU, and every error
+// names the file, the JSON path and what was expected.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/plan.hpp"
+#include "util/expr.hpp"
+#include "util/json_reader.hpp"
+
+namespace kforge {
+
+inline constexpr std::string_view k_task_schema = "kforge.task/1";
+
+struct SymbolSpec {
+    std::string name;
+    int64_t min = 1;
+    std::optional<int64_t> max;
+    int64_t multiple_of = 1;
+};
+
+enum class Intent { in, out, inout };
+std::string_view intent_name(Intent intent);
+
+// Where one planted value goes: a flat element index (an integer expression over the symbols).
+struct Plant {
+    Expr at;
+    double value = 0;
+};
+
+// How an input tensor is filled. Values are a pure function of (seed, tensor, element index), so a
+// GPU generator and a host re-computation agree (see evaluator/).
+struct Generator {
+    enum class Dist { uniform, normal, randint, bytes, constant, arange };
+    Dist dist = Dist::uniform;
+    double low = -1, high = 1;   // uniform, randint (inclusive low, exclusive high)
+    double mean = 0, std = 1;    // normal
+    double value = 0;            // constant
+    std::optional<Expr> hot_fraction; // bytes: share of elements set to one hot value (real expr)
+    std::vector<Plant> plants;
+};
+std::string_view dist_name(Generator::Dist dist);
+
+// How an output is compared with the reference. Tolerances are real expressions over the symbols,
+// the constants, `max_abs_ref` (largest |reference| of this output) and `sum_abs_<input>` (sum of
+// |x| over an input tensor), so a check can scale with the problem: "3e-5*sqrt(K)".
+struct CheckSpec {
+    enum class Metric { allclose, exact };
+    Metric metric = Metric::allclose;
+    Expr atol;
+    Expr rtol;
+};
+
+struct ArgSpec {
+    std::string name;
+    bool is_tensor = true;
+    DType dtype = DType::f32;
+    // Tensors:
+    std::vector<Expr> shape;     // row-major; integer expressions over the symbols
+    Intent intent = Intent::in;
+    Generator gen;               // inputs and inout
+    std::optional<CheckSpec> check; // out and inout
+    // Scalars:
+    Expr value;                  // integer or real expression over symbols and constants
+};
+
+struct Shape {
+    std::string label;           // "M=1024,N=4096" unless the spec names it
+    std::map<std::string, int64_t, std::less<>> sizes;
+    uint64_t seed = 0;           // public seed; the run's secret is mixed in by the evaluator
+};
+
+struct Roofline {
+    Expr flops;                  // real expressions over the symbols
+    Expr bytes;
+    std::string peak = "fp32";   // fp32 | fp64 | fp16_tc | bf16_tc | tf32_tc | int | none
+    bool may_exceed = false;     // e.g. temporally blocked stencils may beat the per-step model
+};
+
+struct Limits {
+    int64_t max_launches = 16;            // kernel launches per run of the plan (repeats counted)
+    int64_t max_threads_per_block = 1024;
+    int64_t max_dynamic_smem = 227 * 1024;
+    Expr max_scratch_bytes = Expr::constant(int64_t{1} << 30);
+    int64_t max_param_points = 64;        // combinations swept per candidate
+};
+
+// A source pattern the task forbids (e.g. reduced-precision types in an fp32 task), checked on the
+// candidate's source with comments and strings removed.
+struct ForbiddenPattern {
+    std::string regex;
+    std::string reason;
+};
+
+struct KernelFile {
+    std::filesystem::path path;
+    std::string source;
+    Plan plan;                   // from its kforge:plan block (the task's default_plan if absent)
+};
+
+struct Task {
+    std::filesystem::path spec_path;
+    std::string spec_text;
+    std::string spec_hash;       // hash of the spec and every file it names
+    std::string name;
+    std::string category;        // memory | compute | irregular
+    std::vector<std::string> tags;
+    std::string description;
+    std::vector<SymbolSpec> symbols;
+    std::vector<Expr> constraints;
+    std::map<std::string, double, std::less<>> constants;
+    std::vector<ArgSpec> args;
+    KernelFile reference;
+    std::optional<Plan> default_plan;  // applies to candidates without a plan block
+    std::vector<KernelFile> seeds;     // starting kernels for the search and the offline proposer
+    std::vector<Shape> tests, bench, held_out;
+    std::vector<Shape> stress;         // correctness-only extra shapes (never timed)
+    Roofline roofline;
+    std::vector<std::string> vendor_baselines; // e.g. "cublas_sgemm"; timed beside the reference
+    std::vector<ForbiddenPattern> forbid;
+    Limits limits;
+
+    const ArgSpec* find_arg(std::string_view arg_name) const;
+    // Symbol values plus constants, ready for expression evaluation.
+    ExprScope scope_for(const Shape& shape) const;
+    // Number of elements of a tensor argument at a shape (checked against overflow).
+    int64_t element_count(const ArgSpec& arg, const Shape& shape) const;
+};
+
+// Parses and validates a task spec and the kernel files it names. Throws Error(bad_input) naming
+// the file, the JSON path and the problem.
+Task load_task(const std::filesystem::path& spec_path);
+// Same, from text already in memory (tests); `base_dir` resolves relative kernel paths.
+Task parse_task(const std::string& spec_text, const std::string& file_label,
+                const std::filesystem::path& base_dir);
+
+// Checks one shape against symbol bounds and constraints; returns "" or the problem.
+std::string check_shape(const Task& task, const Shape& shape);
+
+// The vendor baselines kforge knows how to time (the evaluator implements them).
+const std::vector<std::string>& known_vendor_baselines();
+
+} // namespace kforge

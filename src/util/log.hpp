@@ -1,0 +1,47 @@
+// A small leveled logger on stderr. Results go to stdout; everything a human reads while waiting
+// (progress, warnings, debug traces) goes here. The level is one of the two process-wide globals the
+// style guide allows (the other is the interrupt flag).
+#pragma once
+
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace kforge {
+
+enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
+
+void set_log_level(LogLevel level);
+LogLevel log_level();
+// Parses "error", "warn", "info", "debug"; returns false for anything else.
+bool parse_log_level(std::string_view text, LogLevel& out);
+
+// Writes one line to stderr with a level prefix ("warning: ", "error: ") when the level is enabled.
+// Thread-safe: a line is written with one call.
+void log_line(LogLevel level, std::string_view message);
+
+template <typename... Args>
+void log_error(fmt::format_string<Args...> format, Args&&... args)
+{
+    log_line(LogLevel::error, fmt::format(format, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void log_warn(fmt::format_string<Args...> format, Args&&... args)
+{
+    if (log_level() >= LogLevel::warn)
+        log_line(LogLevel::warn, fmt::format(format, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void log_info(fmt::format_string<Args...> format, Args&&... args)
+{
+    if (log_level() >= LogLevel::info)
+        log_line(LogLevel::info, fmt::format(format, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void log_debug(fmt::format_string<Args...> format, Args&&... args)
+{
+    if (log_level() >= LogLevel::debug)
+        log_line(LogLevel::debug, fmt::format(format, std::forward<Args>(args)...));
+}
+
+} // namespace kforge

@@ -1,0 +1,97 @@
+// Child processes spoken to over pipes with length-prefixed frames.
+//
+// kforge's workers (NVRTC compiles, the GPU worker) are child processes so that a compiler that
+// never returns or a kernel that faults or spins costs a SIGKILL and a respawn, never the run. The
+// parent talks to a child over two dedicated pipes mapped to the child's file descriptors 3 (child
+// reads) and 4 (child writes); the child's stdout goes to /dev/null, because device-side printf
+// writes there and must not corrupt the message stream. A frame is a 4-byte little-endian length
+// followed by that many bytes.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace kforge {
+
+// The largest frame either side accepts; a longer length prefix means a corrupt stream.
+inline constexpr size_t k_max_frame_bytes = size_t{1} << 30;
+
+struct SpawnSpec {
+    std::string executable;                 // absolute path; empty means this very binary
+    std::vector<std::string> args;          // argv[1..]
+    std::vector<std::pair<std::string, std::string>> env; // set (or override) in the child
+    bool stderr_to_null = false;            // otherwise the child shares our stderr
+};
+
+enum class ReceiveStatus { ok, timeout, closed, corrupt };
+
+class Subprocess
+{
+public:
+    // Starts the child; throws Error(runtime) when it cannot be started.
+    static Subprocess spawn(const SpawnSpec& spec);
+
+    Subprocess() = default;
+    Subprocess(Subprocess&& other) noexcept;
+    Subprocess& operator=(Subprocess&& other) noexcept;
+    Subprocess(const Subprocess&) = delete;
+    Subprocess& operator=(const Subprocess&) = delete;
+    // Kills (SIGKILL) and reaps a child that is still running.
+    ~Subprocess();
+
+    bool running() const { return m_pid > 0; }
+    pid_t pid() const { return m_pid; }
+
+    // Sends one frame; false when the child has gone (broken pipe).
+    bool send(std::string_view frame);
+    // Waits up to `timeout` for one whole frame.
+    ReceiveStatus receive(std::string& frame, std::chrono::milliseconds timeout);
+
+    // SIGKILL, then reap. Safe to call on a finished child.
+    void kill();
+    // Closes our end of the request pipe (the child sees EOF) and waits up to `grace` for it to
+    // exit before killing it.
+    void finish(std::chrono::milliseconds grace);
+    // How the child ended, e.g. "exited with status 3", "killed by signal 11 (Segmentation
+    // fault)"; empty while it runs.
+    const std::string& exit_description() const { return m_exit_description; }
+
+private:
+    void reap(bool block);
+    void close_fds();
+
+    pid_t m_pid = -1;
+    int m_to_child = -1;
+    int m_from_child = -1;
+    std::string m_exit_description;
+};
+
+// The child's side of the channel (fds 3 and 4).
+class ParentChannel
+{
+public:
+    // Adopts fds 3 and 4; sets the child to die with its parent (PR_SET_PDEATHSIG).
+    static ParentChannel adopt();
+    // Blocks for the next frame; nullopt when the parent closed the pipe or the stream is corrupt.
+    std::optional<std::string> receive();
+    bool send(std::string_view frame);
+
+private:
+    int m_in = -1;
+    int m_out = -1;
+};
+
+// Low-level frame I/O on file descriptors, shared by both sides and by tests.
+bool write_frame(int fd, std::string_view frame);
+ReceiveStatus read_frame(int fd, std::string& frame, std::optional<std::chrono::steady_clock::time_point> deadline);
+
+// The absolute path of the running executable (/proc/self/exe).
+std::string self_executable();
+
+} // namespace kforge

@@ -1,0 +1,179 @@
+// String and file helpers.
+#include "util/text.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "util/error.hpp"
+
+namespace kforge {
+
+std::string trim(std::string_view text)
+{
+    size_t begin = 0;
+    size_t end = text.size();
+    while (begin < end && std::isspace(static_cast<unsigned char>(text[begin])))
+        ++begin;
+    while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1])))
+        --end;
+    return std::string(text.substr(begin, end - begin));
+}
+
+std::vector<std::string> split(std::string_view text, char separator)
+{
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (;;) {
+        size_t at = text.find(separator, start);
+        if (at == std::string_view::npos) {
+            parts.emplace_back(text.substr(start));
+            return parts;
+        }
+        parts.emplace_back(text.substr(start, at - start));
+        start = at + 1;
+    }
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator)
+{
+    std::string out;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        if (i)
+            out += separator;
+        out += parts[i];
+    }
+    return out;
+}
+
+std::string replace_all(std::string text, std::string_view from, std::string_view to)
+{
+    if (from.empty())
+        return text;
+    size_t at = 0;
+    while ((at = text.find(from, at)) != std::string::npos) {
+        text.replace(at, from.size(), to);
+        at += to.size();
+    }
+    return text;
+}
+
+std::string to_lower(std::string_view text)
+{
+    std::string out(text);
+    for (char& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b)
+{
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates)
+{
+    std::string best;
+    size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+    for (const auto& candidate : candidates) {
+        size_t d = edit_distance(to_lower(word), to_lower(candidate));
+        if (d < best_distance) {
+            best_distance = d;
+            best = candidate;
+        }
+    }
+    return best;
+}
+
+std::string truncate_text(std::string_view text, size_t max_chars)
+{
+    if (text.size() <= max_chars)
+        return std::string(text);
+    size_t cut = text.rfind('\n', max_chars);
+    if (cut == std::string_view::npos || cut < max_chars / 2)
+        cut = max_chars;
+    return fmt::format("{}\n[... {} more characters cut]", text.substr(0, cut), text.size() - cut);
+}
+
+std::string format_duration_ns(double ns)
+{
+    if (ns < 1e3)
+        return fmt::format("{:.0f} ns", ns);
+    if (ns < 1e6)
+        return fmt::format("{:.2f} us", ns / 1e3);
+    if (ns < 1e9)
+        return fmt::format("{:.3f} ms", ns / 1e6);
+    return fmt::format("{:.2f} s", ns / 1e9);
+}
+
+std::string format_bytes(double bytes)
+{
+    static constexpr const char* k_units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    size_t unit = 0;
+    while (bytes >= 1024 && unit + 1 < std::size(k_units)) {
+        bytes /= 1024;
+        ++unit;
+    }
+    return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, k_units[unit]);
+}
+
+std::string read_file(const std::filesystem::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        fail_input("{}: cannot read: {}", path.string(), std::strerror(errno));
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view content)
+{
+    std::filesystem::path tmp = path;
+    tmp += fmt::format(".tmp{}", ::getpid());
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fail_runtime("{}: cannot write: {}", path.string(), std::strerror(errno));
+    size_t done = 0;
+    while (done < content.size()) {
+        ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int saved = errno;
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            fail_runtime("{}: write failed: {}", path.string(), std::strerror(saved));
+        }
+        done += static_cast<size_t>(n);
+    }
+    ::fsync(fd);
+    ::close(fd);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        int saved = errno;
+        ::unlink(tmp.c_str());
+        fail_runtime("{}: cannot rename into place: {}", path.string(), std::strerror(saved));
+    }
+}
+
+} // namespace kforge

@@ -1,0 +1,155 @@
+// Test helpers; see the header.
+#include "test_support.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace kforge::test {
+
+std::string gpu_unavailable_reason()
+{
+    // cuInit and cuDeviceGetCount are stable, unversioned driver symbols. The probe runs in a
+    // forked child (nothing CUDA exists in this process yet) so the runner never holds a context.
+    int fds[2];
+    if (::pipe(fds) != 0)
+        return "cannot create a pipe";
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(fds[0]);
+        std::string why;
+        void* lib = ::dlopen("libcuda.so.1", RTLD_NOW);
+        if (!lib) {
+            why = "no NVIDIA driver/GPU found (libcuda.so.1 cannot be loaded)";
+        } else {
+            using InitFn = int (*)(unsigned);
+            using CountFn = int (*)(int*);
+            auto init = reinterpret_cast<InitFn>(::dlsym(lib, "cuInit"));
+            auto count = reinterpret_cast<CountFn>(::dlsym(lib, "cuDeviceGetCount"));
+            int n = 0;
+            if (!init || !count)
+                why = "the NVIDIA driver library lacks cuInit/cuDeviceGetCount";
+            else if (int rc = init(0); rc != 0)
+                why = "cuInit failed with CUDA error " + std::to_string(rc) + " (no usable GPU)";
+            else if (count(&n) != 0 || n == 0)
+                why = "the driver reports no CUDA device";
+        }
+        (void)!::write(fds[1], why.data(), why.size());
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string why;
+    char buffer[256];
+    ssize_t n;
+    while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0)
+        why.append(buffer, static_cast<size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return why;
+}
+
+void require_gpu()
+{
+    std::string why = gpu_unavailable_reason();
+    if (!why.empty())
+        FAIL("this [gpu] test ran without a GPU (" << why << "); run it through ctest or with the [gpu] tag");
+}
+
+std::filesystem::path source_dir() { return KFORGE_SOURCE_DIR; }
+std::filesystem::path fixtures_dir() { return KFORGE_FIXTURES_DIR; }
+std::filesystem::path kforge_binary() { return KFORGE_BINARY_PATH; }
+
+TempDir::TempDir()
+{
+    std::random_device device;
+    auto base = std::filesystem::temp_directory_path();
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        auto candidate = base / ("kforge-test-" + std::to_string(device()));
+        if (std::filesystem::create_directory(candidate)) {
+            m_path = candidate;
+            return;
+        }
+    }
+    throw std::runtime_error("cannot create a temporary directory");
+}
+
+TempDir::~TempDir()
+{
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
+}
+
+namespace {
+std::string slurp(const std::filesystem::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+} // namespace
+
+CommandResult run_kforge(const std::vector<std::string>& args, const std::vector<std::string>& env)
+{
+    TempDir io;
+    auto out_path = io / "stdout";
+    auto err_path = io / "stderr";
+    std::vector<std::string> argv_storage{kforge_binary().string()};
+    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_storage)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_storage;
+    for (char** e = environ; *e; ++e) {
+        std::string entry = *e;
+        bool overridden = false;
+        for (const auto& extra : env)
+            overridden = overridden || entry.substr(0, entry.find('=')) == extra.substr(0, extra.find('='));
+        if (!overridden)
+            env_storage.push_back(entry);
+    }
+    env_storage.insert(env_storage.end(), env.begin(), env.end());
+    std::vector<char*> envp;
+    for (auto& e : env_storage)
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0)
+        throw std::runtime_error("cannot run " + argv_storage[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CommandResult result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out = slurp(out_path);
+    result.err = slurp(err_path);
+    return result;
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text)
+{
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+}
+
+} // namespace kforge::test

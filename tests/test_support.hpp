@@ -1,0 +1,49 @@
+// Helpers shared by tests: paths, temporary folders, running the real binary, GPU detection.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kforge::test {
+
+// "" when a CUDA device is usable here; otherwise why not. Probed in a child process so the test
+// process itself never initialises CUDA.
+std::string gpu_unavailable_reason();
+// Tests tagged [gpu] call this first; it fails the test (never skips it silently) when run without
+// a GPU, which only happens if someone bypasses the gate in main().
+void require_gpu();
+
+std::filesystem::path source_dir();
+std::filesystem::path fixtures_dir();
+std::filesystem::path kforge_binary();
+
+// A fresh folder under the system temp dir, removed when the object dies.
+class TempDir
+{
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return m_path; }
+    std::filesystem::path operator/(const std::string& name) const { return m_path / name; }
+
+private:
+    std::filesystem::path m_path;
+};
+
+struct CommandResult {
+    int exit_code = -1;
+    std::string out;   // stdout
+    std::string err;   // stderr
+};
+
+// Runs the kforge binary with `args` (no shell), capturing stdout and stderr. `env` entries are
+// "NAME=value" added to (or overriding) the environment.
+CommandResult run_kforge(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+// Writes `text` to `path`.
+void write_text(const std::filesystem::path& path, const std::string& text);
+
+} // namespace kforge::test
