@@ -1,0 +1,108 @@
+// Compiling candidates with NVRTC (DESIGN.md §6.1).
+//
+// A candidate is compiled once per param point, to a CUBIN for the exact target arch (sm_90a on
+// Hopper). Before NVRTC sees anything, screen_source() refuses what must never compile: an
+// #include outside the toolkit's own headers (so a candidate can never read a host file), a pattern
+// the task forbids, a plan naming kernels the source lacks. NVRTC's front end cannot be cancelled,
+// so compiles run in worker processes (`kforge __worker compile`) that CompilePool kills at a
+// deadline. Results are cached on disk by a hash of everything that can change the CUBIN.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/task.hpp"
+#include "core/verdict.hpp"
+#include "util/json_reader.hpp"
+
+namespace kforge {
+
+// Resource use of one kernel as reported by ptxas (-Xptxas=-v).
+struct KernelResources {
+    std::string kernel;
+    int registers = 0;
+    int spill_store_bytes = 0;
+    int spill_load_bytes = 0;
+    int stack_frame_bytes = 0;
+    int static_smem_bytes = 0;
+    int const_bytes = 0;
+    int barriers = 0;
+};
+
+struct CompileRequest {
+    std::string source;                 // the candidate's file as written (plan block included)
+    std::string arch = "sm_90a";        // NVRTC -arch value; always a real arch, so a CUBIN comes out
+    ParamPoint params;                  // injected as -DNAME=value
+    std::vector<std::string> kernels;   // extern "C" kernel names the plan launches
+    std::vector<std::string> extra_options; // kforge-internal only (never from a candidate)
+};
+
+struct CompileResult {
+    bool ok = false;
+    VerdictKind failure = VerdictKind::compile_error; // compile_error or timeout when !ok
+    std::string message;                // trimmed log for the model (never a host path)
+    std::string log;                    // the whole NVRTC log
+    std::string cubin;                  // bytes
+    std::vector<KernelResources> resources;
+    double seconds = 0;                 // NVRTC wall time (0 for a cache hit)
+    bool cache_hit = false;
+    std::string cache_key;
+};
+
+// Checks a source before compiling: includes, forbidden patterns, presence of the plan's kernels.
+// Returns the verdict to store (compile_error or plan_error) when the source must not be compiled.
+std::optional<Verdict> screen_source(const Task& task, const std::string& source,
+                                     const std::vector<std::string>& plan_kernels);
+
+// The fixed prelude every candidate sees (fixed-width ints, INFINITY, FLT_MAX, ...).
+const std::string& candidate_prelude();
+
+// NVRTC in this process. Used by the compile worker and by `kforge doctor`; the GPU worker also
+// uses it for kforge's own internal kernels. Never throws for a bad source.
+CompileResult compile_with_nvrtc(const CompileRequest& request);
+
+// The cache key: source, options, params, arch, NVRTC version, prelude.
+std::string compile_cache_key(const CompileRequest& request);
+
+// "13.0" from nvrtcVersion.
+std::string nvrtc_version();
+
+// Parses ptxas -v output in an NVRTC log.
+std::vector<KernelResources> parse_ptxas_report(const std::string& log);
+
+struct CompilePoolConfig {
+    size_t workers = 0;                               // 0: from the core count
+    std::chrono::milliseconds deadline{60000};        // per compile
+    std::filesystem::path cache_dir;                  // empty: no disk cache
+    std::string worker_executable;                    // empty: this binary
+};
+
+// K compile processes, each a long-lived `kforge __worker compile` that is killed and respawned
+// when a compile passes its deadline or the process dies. Thread-safe: several threads may call
+// compile() at once; each call blocks until its result (or its deadline).
+class CompilePool
+{
+public:
+    explicit CompilePool(CompilePoolConfig config);
+    ~CompilePool();
+    CompilePool(const CompilePool&) = delete;
+    CompilePool& operator=(const CompilePool&) = delete;
+
+    CompileResult compile(const CompileRequest& request);
+    size_t workers() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+// The body of `kforge __worker compile`: serves CompileRequests on fds 3/4 until EOF.
+int run_compile_worker();
+
+} // namespace kforge

@@ -1,0 +1,79 @@
+// The evaluator as the search and the CLI see it: submit candidates, collect evaluations.
+//
+// Behind this interface the real evaluator runs a pipeline: screening and plan validation in the
+// controller, NVRTC compiles in a CompilePool (one per param point, in parallel), and a GPU worker
+// process that loads, verifies, times, profiles and describes. Jobs overlap: while the GPU worker
+// times one candidate, others compile. A candidate that faults, hangs or crashes its worker costs a
+// worker respawn and yields a verdict; it never throws out of collect().
+//
+// Two implementations exist: the GPU evaluator (make_gpu_evaluator) and, in tests, a fake with a
+// known fitness landscape that lets the search be tested without a GPU.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/candidate.hpp"
+#include "core/task.hpp"
+#include "util/json_reader.hpp"
+
+namespace kforge {
+
+struct EvalOptions {
+    // Timing standard: quick screen (a few dozen samples, ~0.1 s per shape at most) or confirmation
+    // (nvbench-like stopping on relative spread; for elites and bests).
+    bool confirm = false;
+    bool held_out = false;          // also verify on the task's held-out shapes
+    bool profile = false;           // CUPTI range-profiler metrics (new elites and bests)
+    std::optional<ParamPoint> only_params; // evaluate one param point instead of the sweep
+};
+
+struct EvalJob {
+    uint64_t ticket = 0;            // the caller's id, echoed in the result
+    std::string source;
+    EvalOptions options;
+};
+
+struct EvalResult {
+    uint64_t ticket = 0;
+    Evaluation evaluation;
+};
+
+class CandidateEvaluator
+{
+public:
+    virtual ~CandidateEvaluator() = default;
+    // Queues a job and returns at once.
+    virtual void submit(EvalJob job) = 0;
+    // Returns the jobs finished so far, waiting up to `wait` for at least one when none is ready.
+    virtual std::vector<EvalResult> collect(std::chrono::milliseconds wait) = 0;
+    // Jobs submitted and not yet collected.
+    virtual size_t pending() const = 0;
+    // Share of wall time since construction during which the GPU worker was evaluating.
+    virtual double gpu_busy_fraction() const = 0;
+    // Device, driver, toolkit and settings, for the archive's run record.
+    virtual Json environment() const = 0;
+    // Baseline timings (reference, vendor libraries) per bench shape, measured in this session.
+    virtual std::vector<Measurement> baselines() const = 0;
+};
+
+struct EvaluatorConfig {
+    std::string arch;               // empty: the device's (sm_90a on Hopper)
+    size_t compile_workers = 0;     // 0: from the core count
+    std::filesystem::path cache_dir; // CUBIN cache; empty: none
+    uint64_t run_secret = 0;        // mixed into every input seed; never shown to a model
+    std::chrono::milliseconds compile_deadline{60000};
+    std::chrono::milliseconds launch_deadline{10000}; // one plan run on one shape
+    bool time_vendor_baselines = true;
+};
+
+// Starts the compile pool and the GPU worker. Throws Error(runtime) with "no NVIDIA driver/GPU
+// found ..." when there is no usable device.
+std::unique_ptr<CandidateEvaluator> make_gpu_evaluator(const Task& task, const EvaluatorConfig& config);
+
+} // namespace kforge
