@@ -15,6 +15,8 @@ using CommandSlot = std::function<int()>;
 
 int run_cli(int argc, char** argv);
 
+void add_doctor_command(CLI::App& app, CommandSlot& slot);
+void add_eval_command(CLI::App& app, CommandSlot& slot);
 void add_task_command(CLI::App& app, CommandSlot& slot);
 
 } // namespace kforge

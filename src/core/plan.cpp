@@ -110,6 +110,18 @@ std::optional<Json> extract_plan_json(std::string_view source)
     }
 }
 
+std::string replace_plan_block(std::string_view source, const Json& plan)
+{
+    std::string block = fmt::format("/* {}\n{}\n*/", k_plan_marker, plan.dump(2));
+    size_t marker = source.find(k_plan_marker);
+    if (marker == std::string_view::npos)
+        return fmt::format("{}\n{}\n", block, source);
+    extract_plan_json(source); // validates the existing block's shape
+    size_t open = source.rfind("/*", marker);
+    size_t close = source.find("*/", marker);
+    return fmt::format("{}{}{}", source.substr(0, open), block, source.substr(close + 2));
+}
+
 Plan parse_plan(const Json& json, std::string_view where)
 {
     return as_plan_error([&] {

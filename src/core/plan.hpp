@@ -77,6 +77,10 @@ public:
 // PlanError when the block is unterminated or its JSON is malformed (with line and column).
 std::optional<Json> extract_plan_json(std::string_view source);
 
+// The source with its kforge:plan block replaced by `plan` (or a new block appended when it had
+// none). Throws PlanError when the existing block is malformed.
+std::string replace_plan_block(std::string_view source, const Json& plan);
+
 // Parses the plan JSON (syntax and types; names are checked by validate_plan). `where` prefixes
 // messages, e.g. "plan" or "tasks/softmax.json: reference plan". Throws PlanError.
 Plan parse_plan(const Json& json, std::string_view where);

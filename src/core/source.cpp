@@ -55,6 +55,8 @@ std::string strip(std::string_view source, bool keep_strings)
 
 std::string strip_comments_and_strings(std::string_view source) { return strip(source, false); }
 
+std::string strip_comments(std::string_view source) { return strip(source, true); }
+
 std::vector<std::string> find_kernel_names(std::string_view source)
 {
     std::string code = strip_comments_and_strings(source);

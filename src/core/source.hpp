@@ -12,6 +12,10 @@ namespace kforge {
 // kept, so line numbers still match). Preprocessor lines stay.
 std::string strip_comments_and_strings(std::string_view source);
 
+// The source with only comments blanked: inline PTX lives in string literals, so facts about the
+// instructions a kernel uses (cp.async, mma.sync, wgmma) must be read from this form.
+std::string strip_comments(std::string_view source);
+
 // Names of `__global__` functions, in order of appearance.
 std::vector<std::string> find_kernel_names(std::string_view source);
 

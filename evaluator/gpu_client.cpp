@@ -1,0 +1,109 @@
+// Spawning and talking to the GPU worker; see the header.
+#include "evaluator/gpu_client.hpp"
+
+#include <fmt/format.h>
+
+#include "evaluator/worker_protocol.hpp"
+#include "util/log.hpp"
+
+namespace kforge {
+
+GpuWorkerClient::GpuWorkerClient(std::string worker_executable, std::string visible_devices)
+    : m_executable(std::move(worker_executable)), m_visible_devices(std::move(visible_devices))
+{
+}
+
+std::string GpuWorkerClient::set_setup(Json setup, std::chrono::milliseconds deadline)
+{
+    m_setup = std::move(setup);
+    m_setup_deadline = deadline;
+    std::string problem;
+    if (m_process.running())
+        run_setup(problem);
+    else
+        ensure_started(problem);
+    return problem;
+}
+
+bool GpuWorkerClient::run_setup(std::string& problem)
+{
+    m_process.send(encode_message(*m_setup));
+    std::string frame;
+    ReceiveStatus status = m_process.receive(frame, m_setup_deadline);
+    if (status != ReceiveStatus::ok) {
+        m_process.kill();
+        problem = fmt::format("the GPU worker did not come up ({})",
+                              status == ReceiveStatus::timeout ? "setup timed out" : m_process.exit_description());
+        return false;
+    }
+    Json reply = decode_message(frame);
+    if (!reply.value("ok", false)) {
+        m_process.kill();
+        problem = reply.value("error", "the GPU worker's setup failed");
+        return false;
+    }
+    m_setup_reply = reply;
+    return true;
+}
+
+bool GpuWorkerClient::ensure_started(std::string& problem)
+{
+    if (m_process.running())
+        return true;
+    SpawnSpec spec;
+    spec.executable = m_executable;
+    spec.args = {"__worker", "gpu"};
+    // Eager module loading keeps first-launch costs out of timings; the GPU is chosen before CUDA
+    // starts in the child.
+    spec.env = {{"CUDA_MODULE_LOADING", "EAGER"}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}};
+    if (!m_visible_devices.empty())
+        spec.env.emplace_back("CUDA_VISIBLE_DEVICES", m_visible_devices);
+    m_process = Subprocess::spawn(spec);
+    if (m_started_once)
+        ++m_restarts;
+    m_started_once = true;
+    return !m_setup || run_setup(problem);
+}
+
+WorkerReply GpuWorkerClient::request(const Json& message, std::chrono::milliseconds deadline)
+{
+    WorkerReply reply;
+    std::string problem;
+    if (!ensure_started(problem)) {
+        reply.failure = WorkerFailure::crashed;
+        reply.failure_message = problem;
+        return reply;
+    }
+    if (!m_process.send(encode_message(message))) {
+        m_process.kill();
+        reply.failure = WorkerFailure::crashed;
+        reply.failure_message = "the GPU worker had exited: " + m_process.exit_description();
+        return reply;
+    }
+    std::string frame;
+    ReceiveStatus status = m_process.receive(frame, deadline);
+    if (status == ReceiveStatus::timeout) {
+        m_process.kill();
+        reply.failure = WorkerFailure::timed_out;
+        reply.failure_message = fmt::format("the GPU worker did not answer within {:.0f} s and was killed",
+                                            deadline.count() / 1000.0);
+        return reply;
+    }
+    if (status != ReceiveStatus::ok) {
+        m_process.kill();
+        reply.failure = WorkerFailure::crashed;
+        reply.failure_message = fmt::format("the GPU worker died ({})", m_process.exit_description());
+        return reply;
+    }
+    reply.body = decode_message(frame);
+    if (reply.body.value("restart", false)) {
+        // The worker exits on its own after such a reply; give it a moment, then make sure.
+        m_process.finish(std::chrono::milliseconds(2000));
+        log_debug("GPU worker restarting after: {}", reply.body.value("error", reply.body.dump().substr(0, 200)));
+    }
+    return reply;
+}
+
+void GpuWorkerClient::stop() { m_process.finish(std::chrono::milliseconds(3000)); }
+
+} // namespace kforge

@@ -1,0 +1,241 @@
+// Sampling with CUPTI activity records, clock probes and stopping rules; see the header.
+#include "evaluator/gpu_timing.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "evaluator/cupti_activity.hpp"
+#include "evaluator/gpu_plan.hpp"
+
+namespace kforge {
+namespace {
+
+constexpr int k_max_batch = 32;
+constexpr std::string_view k_internal_prefix = "kforge_";
+
+double quantile(const std::vector<double>& sorted, double q)
+{
+    if (sorted.empty())
+        return 0;
+    double pos = q * static_cast<double>(sorted.size() - 1);
+    size_t lo = static_cast<size_t>(std::floor(pos));
+    size_t hi = std::min(lo + 1, sorted.size() - 1);
+    double frac = pos - static_cast<double>(lo);
+    return sorted[lo] * (1 - frac) + sorted[hi] * frac;
+}
+
+} // namespace
+
+TimingSettings sweep_timing()
+{
+    TimingSettings s;
+    s.warmup_runs = 2;
+    s.warmup_seconds = 0.002;
+    s.min_samples = 5;
+    s.max_samples = 12;
+    s.target_kernel_seconds = 0.01;
+    s.wall_cap_seconds = 0.3;
+    return s;
+}
+
+TimingSettings quick_timing()
+{
+    TimingSettings s;
+    s.min_samples = 10;
+    s.max_samples = 40;
+    s.target_kernel_seconds = 0.04;
+    s.wall_cap_seconds = 0.5;
+    return s;
+}
+
+TimingSettings confirm_timing()
+{
+    TimingSettings s;
+    s.warmup_runs = 5;
+    s.warmup_seconds = 0.025;
+    s.min_samples = 20;
+    s.max_samples = 2000;
+    s.target_kernel_seconds = 0.5;
+    s.max_rel_stdev = 0.005;
+    s.wall_cap_seconds = 10.0;
+    return s;
+}
+
+SampleStats summarize_samples(std::vector<double> samples)
+{
+    SampleStats stats;
+    std::sort(samples.begin(), samples.end());
+    stats.kept_ns = samples;
+    if (samples.empty())
+        return stats;
+    stats.median_ns = quantile(samples, 0.5);
+    stats.q1_ns = quantile(samples, 0.25);
+    stats.q3_ns = quantile(samples, 0.75);
+    stats.min_ns = samples.front();
+    stats.mean_ns = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+    if (samples.size() > 1) {
+        double var = 0;
+        for (double s : samples)
+            var += (s - stats.mean_ns) * (s - stats.mean_ns);
+        var /= static_cast<double>(samples.size() - 1);
+        stats.rel_stdev = stats.mean_ns > 0 ? std::sqrt(var) / stats.mean_ns : 0;
+    }
+    return stats;
+}
+
+Timer::Timer(const GpuContext& context, const InternalKernels& kernels, size_t flush_bytes)
+    : m_context(context), m_kernels(kernels), m_flush(flush_bytes),
+      m_probe_slots(static_cast<size_t>(k_max_batch) * 4 * 2 * sizeof(uint64_t) * 4)
+{
+}
+
+void Timer::enqueue_flush() const
+{
+    KF_CU_CHECK(driver().cuMemsetD32Async(m_flush.get(), 0x5a5a5a5a, m_flush.bytes() / 4, m_context.stream()));
+}
+
+std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjects, const TimingSettings& settings,
+                                        std::chrono::milliseconds run_deadline, bool& timed_out)
+{
+    const auto& cu = driver();
+    CUstream stream = m_context.stream();
+    timed_out = false;
+    auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    auto wait = [&](int runs) {
+        auto deadline = std::chrono::steady_clock::now() + run_deadline * std::max(1, runs);
+        if (wait_for_stream(stream, deadline) == WaitStatus::timeout) {
+            timed_out = true;
+            return false;
+        }
+        return true;
+    };
+
+    // Warm-up: module loading, clock ramp-up, first-touch effects stay out of the numbers.
+    auto warm_start = std::chrono::steady_clock::now();
+    for (int i = 0;; ++i) {
+        for (const auto& subject : subjects) {
+            subject.reset();
+            subject.launch();
+        }
+        if (!wait(static_cast<int>(subjects.size())))
+            return {};
+        double warm = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count();
+        if (i + 1 >= settings.warmup_runs && warm >= settings.warmup_seconds)
+            break;
+        if (warm > settings.wall_cap_seconds)
+            break;
+    }
+    ActivityTracer::drain();
+    uint64_t dropped_before = ActivityTracer::dropped();
+
+    // Estimate a run's time from the warm-up to size batches (~10 ms of work per batch).
+    std::vector<std::vector<double>> kept(subjects.size());
+    std::vector<std::vector<double>> clocks(subjects.size());
+    std::vector<int> discarded(subjects.size(), 0);
+    std::vector<SampleStats> result(subjects.size());
+    double nominal_mhz = m_context.facts().clock_khz / 1000.0;
+    int batch = 1;
+    double accumulated = 0;
+
+    for (;;) {
+        int slots = batch * static_cast<int>(subjects.size());
+        KF_CU_CHECK(cu.cuMemsetD8Async(m_probe_slots.get(), 0, static_cast<size_t>(slots) * 4 * sizeof(uint64_t), stream));
+        for (int b = 0; b < batch; ++b) {
+            for (size_t s = 0; s < subjects.size(); ++s) {
+                CUdeviceptr slot = m_probe_slots.get() + static_cast<size_t>(b * subjects.size() + s) * 4 * sizeof(uint64_t);
+                KF_CU_CHECK(cu.cuMemsetD32Async(m_flush.get(), static_cast<unsigned>(b + 1), m_flush.bytes() / 4, stream));
+                subjects[s].reset();
+                m_kernels.clock_probe(slot);
+                subjects[s].launch();
+                m_kernels.clock_probe(slot + 2 * sizeof(uint64_t));
+            }
+        }
+        if (!wait(slots))
+            return {};
+        std::vector<uint64_t> probes(static_cast<size_t>(slots) * 4);
+        KF_CU_CHECK(cu.cuMemcpyDtoH(probes.data(), m_probe_slots.get(), probes.size() * sizeof(uint64_t)));
+
+        std::vector<KernelRecord> records;
+        for (auto& r : ActivityTracer::drain())
+            if (r.name.rfind(k_internal_prefix, 0) != 0)
+                records.push_back(std::move(r));
+        size_t expected = 0;
+        for (const auto& subject : subjects)
+            expected += subject.kernel_names.size() * static_cast<size_t>(batch);
+        if (records.size() != expected) {
+            for (auto& stats : result)
+                stats.problem = fmt::format("CUPTI saw {} kernel executions where the plan launches {}: extra or "
+                                            "missing kernels mean work the timing cannot attribute",
+                                            records.size(), expected);
+            return result;
+        }
+        size_t next = 0;
+        for (int b = 0; b < batch; ++b) {
+            for (size_t s = 0; s < subjects.size(); ++s) {
+                const auto& names = subjects[s].kernel_names;
+                uint64_t first_start = UINT64_MAX, last_end = 0;
+                for (size_t k = 0; k < names.size(); ++k, ++next) {
+                    const KernelRecord& r = records[next];
+                    if (r.name != names[k] || r.device_launched || r.start_ns == 0 || r.end_ns < r.start_ns) {
+                        result[s].problem = fmt::format("unexpected kernel record '{}' where '{}' was launched{}",
+                                                        r.name, names[k], r.device_launched ? " (device-launched)" : "");
+                        return result;
+                    }
+                    first_start = std::min(first_start, r.start_ns);
+                    last_end = std::max(last_end, r.end_ns);
+                }
+                double ns = static_cast<double>(last_end - first_start);
+                const uint64_t* probe = &probes[static_cast<size_t>(b * subjects.size() + s) * 4];
+                double mhz = 0;
+                if (probe[1] && probe[3] && probe[3] > probe[1] && probe[2] > probe[0])
+                    mhz = static_cast<double>(probe[2] - probe[0]) / static_cast<double>(probe[3] - probe[1]) * 1000.0;
+                if (mhz > 0 && nominal_mhz > 0 && mhz < settings.throttle_fraction * nominal_mhz) {
+                    ++discarded[s];
+                    continue;
+                }
+                kept[s].push_back(ns);
+                if (mhz > 0)
+                    clocks[s].push_back(mhz);
+                accumulated += ns * 1e-9;
+            }
+        }
+        size_t fewest = kept[0].size();
+        for (const auto& k : kept)
+            fewest = std::min(fewest, k.size());
+        bool enough = static_cast<int>(fewest) >= settings.min_samples;
+        bool spread_ok = true;
+        if (settings.max_rel_stdev > 0)
+            for (const auto& k : kept)
+                spread_ok = spread_ok && summarize_samples(k).rel_stdev <= settings.max_rel_stdev;
+        double per_subject_time = accumulated / static_cast<double>(subjects.size());
+        if (enough && per_subject_time >= settings.target_kernel_seconds && spread_ok)
+            break;
+        if (static_cast<int>(fewest) >= settings.max_samples || elapsed() >= settings.wall_cap_seconds)
+            break;
+        // Grow batches toward ~10 ms of kernel time each.
+        double per_run = fewest > 0 ? per_subject_time / static_cast<double>(fewest) : 1e-3;
+        batch = std::clamp(static_cast<int>(0.01 / std::max(per_run, 1e-6)), 1, k_max_batch);
+    }
+
+    bool dropped = ActivityTracer::dropped() != dropped_before;
+    for (size_t s = 0; s < subjects.size(); ++s) {
+        SampleStats stats = summarize_samples(kept[s]);
+        stats.discarded = discarded[s];
+        if (!clocks[s].empty())
+            stats.mean_clock_mhz = std::accumulate(clocks[s].begin(), clocks[s].end(), 0.0) / static_cast<double>(clocks[s].size());
+        if (dropped)
+            stats.problem = "CUPTI dropped activity records during the measurement";
+        else if (stats.kept_ns.empty())
+            stats.problem = fmt::format("every sample ran below {:.0f}% of the nominal SM clock (throttled GPU)",
+                                        settings.throttle_fraction * 100);
+        result[s] = std::move(stats);
+    }
+    return result;
+}
+
+} // namespace kforge

@@ -1,0 +1,31 @@
+// Messages between the controller and the GPU worker (`kforge __worker gpu`).
+//
+// Each frame is one JSON object encoded as CBOR (binary-safe, so CUBINs travel as byte strings).
+// Requests carry "op"; replies carry "ok" and either the result or "error". Operations:
+//   device          -> {"device": DeviceFacts, "cupti": "" or why activity tracing is unavailable}
+//   setup           {task_path, run_secret, cache_dir} -> {"peaks", "reference_kernels", timings}
+//   time_reference  {level, deadline_ms} -> {"measurements": [...]}
+//   run_variant     {cubin, plan, params, verify_tests, verify_held_out, timing, deadline_ms}
+//                   -> {"verdict", "restart", "measurements", "resources", "notes"}
+// A reply with "restart": true means the worker's CUDA context is unusable; the worker exits right
+// after sending it and the controller starts a new one before the next request.
+#pragma once
+
+#include <string>
+
+#include "core/candidate.hpp"
+#include "util/json_reader.hpp"
+
+namespace kforge {
+
+std::string encode_message(const Json& message);
+// Throws std::invalid_argument on a frame that is not a CBOR object.
+Json decode_message(const std::string& frame);
+
+Json measurement_to_json(const Measurement& m);
+Measurement measurement_from_json(const Json& json);
+
+// The body of `kforge __worker gpu`.
+int run_gpu_worker();
+
+} // namespace kforge

@@ -1,0 +1,235 @@
+// `kforge eval TASK FILE.cu`: verify and time one candidate file, or only compile it.
+//
+// The full path runs the same evaluator the search uses, to the confirmation standard by default
+// (the numbers a user quotes), and prints the verdict with its message, a per-shape table against
+// the reference and the roofline, and the metrics. `--compile-only --arch sm_90a` needs no GPU.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/app.hpp"
+#include "cli/table.hpp"
+#include "core/plan_check.hpp"
+#include "core/source.hpp"
+#include "evaluator/compile.hpp"
+#include "evaluator/evaluator.hpp"
+#include "evaluator/roofline.hpp"
+#include "util/error.hpp"
+#include "util/paths.hpp"
+#include "util/text.hpp"
+
+namespace kforge {
+namespace {
+
+struct EvalCommandOptions {
+    std::string task_path;
+    std::string file;
+    bool compile_only = false;
+    std::string arch;
+    bool quick = false;
+    bool held_out = false;
+    bool json = false;
+    uint64_t secret = 0;
+    double deadline_s = 10;
+};
+
+Plan plan_of(const Task& task, const std::string& source)
+{
+    if (auto json = extract_plan_json(source))
+        return parse_plan(*json, "plan");
+    if (task.default_plan)
+        return *task.default_plan;
+    throw PlanError("the file has no kforge:plan block and the task has no default plan");
+}
+
+int run_compile_only(const Task& task, const std::string& source, const EvalCommandOptions& options)
+{
+    std::string arch = options.arch.empty() ? "sm_90a" : options.arch;
+    Json report{{"file", options.file}, {"task", task.name}, {"arch", arch}};
+    auto fail_with = [&](const Verdict& verdict) {
+        report["verdict"] = verdict_name(verdict.kind);
+        report["message"] = verdict.message;
+        if (options.json)
+            fmt::print("{}\n", report.dump(2));
+        else
+            fmt::print("{}: {}\n{}\n", options.file, verdict_name(verdict.kind), verdict.message);
+        return k_exit_negative;
+    };
+    Plan plan;
+    std::vector<std::string> kernels;
+    try {
+        plan = plan_of(task, source);
+        validate_plan(task, plan, find_kernel_names(source));
+        for (const auto& shapes : {&task.tests, &task.bench, &task.held_out})
+            for (const auto& shape : *shapes)
+                for (const auto& point : enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points)))
+                    resolve_plan(task, plan, shape, point);
+    } catch (const PlanError& e) {
+        return fail_with(Verdict{VerdictKind::plan_error, e.what()});
+    }
+    for (const auto& launch : plan.launches)
+        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
+            kernels.push_back(launch.kernel);
+    if (auto refused = screen_source(task, source, kernels))
+        return fail_with(*refused);
+
+    CompilePoolConfig pool_config;
+    pool_config.cache_dir = cache_dir() / "cubin";
+    CompilePool pool(pool_config);
+    TextTable table({{"params"}, {"kernel"}, {"registers", TextTable::Align::right},
+                     {"spill st/ld B", TextTable::Align::right}, {"smem B", TextTable::Align::right},
+                     {"compile", TextTable::Align::right}});
+    Json variants = Json::array();
+    bool all_ok = true;
+    for (const auto& point : enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points))) {
+        CompileRequest request;
+        request.source = source;
+        request.arch = arch;
+        request.params = point;
+        request.kernels = kernels;
+        CompileResult result = pool.compile(request);
+        Json entry{{"params", describe_param_point(point)}, {"ok", result.ok}, {"seconds", result.seconds},
+                   {"cache_hit", result.cache_hit}};
+        if (!result.ok) {
+            all_ok = false;
+            entry["message"] = result.message;
+            if (!options.json)
+                fmt::print("{} with {}: {}\n{}\n", options.file, describe_param_point(point),
+                           verdict_name(result.failure), result.message);
+        }
+        Json resources = Json::array();
+        for (const auto& k : result.resources) {
+            resources.push_back(Json{{"kernel", k.kernel}, {"registers", k.registers},
+                                     {"spill_store_bytes", k.spill_store_bytes}, {"spill_load_bytes", k.spill_load_bytes},
+                                     {"static_smem_bytes", k.static_smem_bytes}});
+            table.add_row({describe_param_point(point), k.kernel, std::to_string(k.registers),
+                           fmt::format("{}/{}", k.spill_store_bytes, k.spill_load_bytes), std::to_string(k.static_smem_bytes),
+                           result.cache_hit ? "cached" : fmt::format("{:.0f} ms", result.seconds * 1e3)});
+        }
+        entry["resources"] = resources;
+        variants.push_back(entry);
+    }
+    report["verdict"] = all_ok ? "compiled" : "compile_error";
+    report["variants"] = variants;
+    if (options.json) {
+        fmt::print("{}\n", report.dump(2));
+    } else {
+        fmt::print("{}: {} for {} ({} param point{}; not run: --compile-only)\n", options.file,
+                   all_ok ? "compiles" : "does not compile", arch, variants.size(), variants.size() == 1 ? "" : "s");
+        fmt::print("{}", table.render());
+    }
+    return all_ok ? k_exit_ok : k_exit_negative;
+}
+
+int run_full(const Task& task, const std::string& source, const EvalCommandOptions& options)
+{
+    EvaluatorConfig config;
+    config.arch = options.arch;
+    config.cache_dir = cache_dir() / "cubin";
+    config.run_secret = options.secret;
+    config.launch_deadline = std::chrono::milliseconds(static_cast<int64_t>(options.deadline_s * 1000));
+    auto evaluator = make_gpu_evaluator(task, config);
+    EvalJob job;
+    job.ticket = 1;
+    job.source = source;
+    job.options.confirm = !options.quick;
+    job.options.held_out = options.held_out;
+    evaluator->submit(job);
+    std::vector<EvalResult> results;
+    while (results.empty())
+        results = evaluator->collect(std::chrono::seconds(1));
+    const Evaluation& evaluation = results.front().evaluation;
+    Json environment = evaluator->environment();
+    DevicePeaks peaks = DevicePeaks::from_json(environment.value("peaks", Json::object()));
+    std::vector<Measurement> baselines = evaluator->baselines();
+
+    Json shapes = Json::array();
+    TextTable table({{"shape"}, {"median", TextTable::Align::right}, {"IQR", TextTable::Align::right},
+                     {"samples", TextTable::Align::right}, {"reference", TextTable::Align::right},
+                     {"speedup", TextTable::Align::right}, {"% roofline", TextTable::Align::right},
+                     {"% measured BW roofline", TextTable::Align::right}});
+    for (const auto& m : evaluation.measurements) {
+        if (m.subject != "candidate")
+            continue;
+        const Measurement* ref = nullptr;
+        for (const auto& candidates : {&evaluation.measurements, &baselines})
+            for (const auto& b : *candidates)
+                if (!ref && b.subject == "reference" && b.shape_label == m.shape_label)
+                    ref = &b;
+        const Shape* shape = nullptr;
+        for (const auto& s : task.bench)
+            if (s.label == m.shape_label)
+                shape = &s;
+        RooflinePoint roof = shape ? roofline_at(task, *shape, peaks) : RooflinePoint{};
+        double speedup = ref && m.median_ns > 0 ? ref->median_ns / m.median_ns : 0;
+        shapes.push_back(Json{{"shape", m.shape_label}, {"median_ns", m.median_ns}, {"q1_ns", m.q1_ns},
+                              {"q3_ns", m.q3_ns}, {"samples", m.samples}, {"discarded", m.discarded},
+                              {"sm_clock_mhz", m.sm_clock_mhz}, {"reference_ns", ref ? ref->median_ns : 0},
+                              {"speedup", speedup}, {"roofline_floor_ns", roof.floor_ns},
+                              {"roofline_fraction", m.median_ns > 0 ? roof.floor_ns / m.median_ns : 0},
+                              {"measured_roofline_fraction", m.median_ns > 0 ? roof.measured_floor_ns / m.median_ns : 0},
+                              {"below_roofline", m.below_roofline}});
+        table.add_row({m.shape_label, format_duration_ns(m.median_ns), format_duration_ns(m.q3_ns - m.q1_ns),
+                       std::to_string(m.samples), ref ? format_duration_ns(ref->median_ns) : "-",
+                       speedup > 0 ? fmt::format("{:.2f}x", speedup) : "-",
+                       m.median_ns > 0 ? fmt::format("{:.1f}%", 100 * roof.floor_ns / m.median_ns) : "-",
+                       m.median_ns > 0 ? fmt::format("{:.1f}%", 100 * roof.measured_floor_ns / m.median_ns) : "-"});
+    }
+    Json report{{"file", options.file},
+                {"task", task.name},
+                {"verdict", verdict_name(evaluation.verdict.kind)},
+                {"message", evaluation.verdict.message},
+                {"fitness", evaluation.fitness ? Json(*evaluation.fitness) : Json()},
+                {"params", evaluation.best_params},
+                {"shapes", shapes},
+                {"descriptors", evaluation.descriptors},
+                {"metrics", evaluation.metrics},
+                {"environment", environment},
+                {"eval_seconds", evaluation.eval_seconds}};
+    if (options.json) {
+        fmt::print("{}\n", report.dump(2));
+    } else {
+        fmt::print("{}: {}\n", options.file, verdict_name(evaluation.verdict.kind));
+        if (!evaluation.verdict.message.empty())
+            fmt::print("{}\n", evaluation.verdict.message);
+        if (evaluation.fitness)
+            fmt::print("fitness (geomean speedup over the reference): {:.3f}x with {}\n", *evaluation.fitness,
+                       describe_param_point(evaluation.best_params));
+        if (!table.empty())
+            fmt::print("{}", table.render());
+        if (!evaluation.descriptors.empty())
+            fmt::print("descriptors: {}\n", evaluation.descriptors.dump());
+        fmt::print("device: {} ({}), {} timing, evaluated in {:.1f} s\n",
+                   environment["device"].value("name", "?"), environment.value("arch", "?"),
+                   options.quick ? "quick" : "confirmed", evaluation.eval_seconds);
+    }
+    return evaluation.verdict.is_correct() ? k_exit_ok : k_exit_negative;
+}
+
+int run_eval(const EvalCommandOptions& options)
+{
+    Task task = load_task(options.task_path);
+    std::string source = read_file(options.file);
+    return options.compile_only ? run_compile_only(task, source, options) : run_full(task, source, options);
+}
+
+} // namespace
+
+void add_eval_command(CLI::App& app, CommandSlot& slot)
+{
+    auto options = std::make_shared<EvalCommandOptions>();
+    auto* eval = app.add_subcommand("eval", "verify and time one candidate file against a task");
+    eval->add_option("TASK", options->task_path, "task spec (JSON)")->required();
+    eval->add_option("FILE", options->file, "candidate CUDA source (.cu) with a kforge:plan block")->required();
+    eval->add_flag("--compile-only", options->compile_only, "only screen and compile (no GPU needed)");
+    eval->add_option("--arch", options->arch, "target arch, e.g. sm_90a (default: the GPU's; sm_90a with --compile-only)");
+    eval->add_flag("--quick", options->quick, "quick-screen timing instead of the confirmation standard");
+    eval->add_flag("--held-out", options->held_out, "also verify on the task's held-out shapes");
+    eval->add_flag("--json", options->json, "print the result as JSON on stdout");
+    eval->add_option("--secret", options->secret, "secret mixed into the input seeds (default 0)");
+    eval->add_option("--deadline", options->deadline_s, "seconds one run of the plan may take before it is killed")
+        ->capture_default_str();
+    eval->callback([options, &slot] { slot = [options] { return run_eval(*options); }; });
+}
+
+} // namespace kforge
