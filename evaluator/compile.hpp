@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/plan.hpp"
@@ -23,9 +25,10 @@
 
 namespace kforge {
 
-// Resource use of one kernel as reported by ptxas (-Xptxas=-v).
+// Resource use of one kernel as reported by ptxas (-Xptxas=-v). Sizes are bytes per thread
+// (stack, spills) or per block (static shared memory), as ptxas reports them.
 struct KernelResources {
-    std::string kernel;
+    std::string kernel;                 // the name the plan uses (the symbol when it maps to none)
     int registers = 0;
     int spill_store_bytes = 0;
     int spill_load_bytes = 0;
@@ -50,25 +53,41 @@ struct CompileResult {
     std::string log;                    // the whole NVRTC log
     std::string cubin;                  // bytes
     std::vector<KernelResources> resources;
+    // Each requested kernel name -> its symbol in the CUBIN (for cuModuleGetFunction). Equal for
+    // extern "C" kernels; the mangled name otherwise.
+    std::map<std::string, std::string> lowered_names;
     double seconds = 0;                 // NVRTC wall time (0 for a cache hit)
     bool cache_hit = false;
     std::string cache_key;
 };
 
-// Checks a source before compiling: includes, forbidden patterns, presence of the plan's kernels.
-// Returns the verdict to store (compile_error or plan_error) when the source must not be compiled.
+// Checks a source before compiling: includes, forbidden patterns, presence of the plan's kernels,
+// constructs that defeat the harness (device-side launches, clock reads). Every problem found is
+// listed, each with its line. Returns the verdict to store (plan_error when a kernel is missing,
+// otherwise compile_error) when the source must not be compiled. evaluator/screen.hpp documents
+// each rule and the reward hack it defeats.
 std::optional<Verdict> screen_source(const Task& task, const std::string& source,
                                      const std::vector<std::string>& plan_kernels);
 
-// The fixed prelude every candidate sees (fixed-width ints, INFINITY, FLT_MAX, ...).
+// The fixed prelude every candidate sees (fixed-width ints, INFINITY, FLT_MAX, ...), given to NVRTC
+// as a pre-included header so that the candidate's own line numbers stay its own.
 const std::string& candidate_prelude();
 
 // NVRTC in this process. Used by the compile worker and by `kforge doctor`; the GPU worker also
-// uses it for kforge's own internal kernels. Never throws for a bad source.
+// uses it for kforge's own internal kernels. Never throws for a bad source: the include screen
+// (toolkit headers and kforge's shims only) runs here too, so no caller can skip it. Throws
+// Error(runtime) only when the toolkit's headers cannot be found or NVRTC itself fails.
+// Thread-safe (each call owns its NVRTC program).
 CompileResult compile_with_nvrtc(const CompileRequest& request);
 
-// The cache key: source, options, params, arch, NVRTC version, prelude.
+// The cache key: source, options (arch, params, include folders, pinned flags), kernel names,
+// NVRTC version, a fingerprint of the toolkit headers, the prelude and the shim headers.
 std::string compile_cache_key(const CompileRequest& request);
+
+// The folders NVRTC searches, in order: <cuda>/include/cccl, <cuda>/include, where <cuda> is
+// $CUDA_HOME when set, else the toolkit kforge was built against. Throws Error(runtime) naming the
+// folder when its headers are missing.
+std::vector<std::filesystem::path> toolkit_include_dirs();
 
 // "13.0" from nvrtcVersion.
 std::string nvrtc_version();
@@ -77,15 +96,24 @@ std::string nvrtc_version();
 std::vector<KernelResources> parse_ptxas_report(const std::string& log);
 
 struct CompilePoolConfig {
-    size_t workers = 0;                               // 0: from the core count
-    std::chrono::milliseconds deadline{60000};        // per compile
+    size_t workers = 0;                               // 0: from the core count and free memory
+    std::chrono::milliseconds deadline{60000};        // per compile, from when a worker takes it
     std::filesystem::path cache_dir;                  // empty: no disk cache
     std::string worker_executable;                    // empty: this binary
+    // Added to the workers' environment (tests set KFORGE_COMPILE_TEST_HOOKS=1 here).
+    std::vector<std::pair<std::string, std::string>> worker_env;
 };
+
+// The default worker count: one per core, at most as many as fit in half the available memory
+// (a header-heavy NVRTC compile takes ~250 MB), at least one.
+size_t default_compile_workers();
 
 // K compile processes, each a long-lived `kforge __worker compile` that is killed and respawned
 // when a compile passes its deadline or the process dies. Thread-safe: several threads may call
-// compile() at once; each call blocks until its result (or its deadline).
+// compile() at once; each call blocks until its result (or its deadline). Results come from the
+// disk cache when it holds the key; compile errors are cached, timeouts and crashes are not.
+// A compile past the deadline yields `timeout`; a worker that dies yields compile_error "the
+// compiler crashed (...)"; either way the worker is replaced and the pool keeps serving.
 class CompilePool
 {
 public:
@@ -96,6 +124,8 @@ public:
 
     CompileResult compile(const CompileRequest& request);
     size_t workers() const;
+    // Worker processes started so far (the initial ones plus every respawn); for tests and logs.
+    size_t spawned() const;
 
 private:
     struct Impl;

@@ -1,15 +1,37 @@
 // The test runner: Catch2 plus the [gpu] gate. When the selected tests include [gpu] ones and no
 // CUDA device can be used here, it says why and exits 77, which CTest reports as "skipped".
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "kf_catch.hpp"
 
 #include <cstdio>
 #include <string>
 
+#include <csignal>
+#include <thread>
+
 #include "test_support.hpp"
+#include "util/subprocess.hpp"
+
+namespace {
+// A child for the subprocess tests: echoes frames, sleeps or crashes on request.
+int run_echo_child()
+{
+    auto channel = kforge::ParentChannel::adopt();
+    while (auto frame = channel.receive()) {
+        if (*frame == "sleep")
+            std::this_thread::sleep_for(std::chrono::hours(1));
+        if (*frame == "crash")
+            std::raise(SIGSEGV);
+        channel.send("echo:" + *frame);
+    }
+    return 0;
+}
+} // namespace
 
 int main(int argc, char** argv)
 {
+    if (argc == 2 && std::string(argv[1]) == "--kforge-test-echo-child")
+        return run_echo_child();
     bool gpu_selected = false;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];

@@ -6,7 +6,7 @@
 #include <random>
 #include <sstream>
 
-#include <catch2/catch.hpp>
+#include "kf_catch.hpp"
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>

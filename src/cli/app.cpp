@@ -41,6 +41,7 @@ int run_cli(int argc, char** argv)
     add_doctor_command(app, slot);
     add_eval_command(app, slot);
     add_task_command(app, slot);
+    add_worker_command(app, slot);
 
     try {
         app.parse(argc, argv);

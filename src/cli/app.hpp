@@ -18,5 +18,6 @@ int run_cli(int argc, char** argv);
 void add_doctor_command(CLI::App& app, CommandSlot& slot);
 void add_eval_command(CLI::App& app, CommandSlot& slot);
 void add_task_command(CLI::App& app, CommandSlot& slot);
+void add_worker_command(CLI::App& app, CommandSlot& slot);
 
 } // namespace kforge

@@ -1,28 +1,177 @@
-// `kforge task check TASK`: validates a task spec and the kernels it names.
+// `kforge task check TASK [--arch sm_90a]`: validates a task spec and the kernels it names.
+//
+// After the spec parses, the reference and every seed kernel are screened and compiled with NVRTC
+// for --arch, at every param point up to the task's limit, in a CompilePool; each kernel's
+// registers, spills and compile time are printed. Any kernel that does not compile fails the
+// check (exit 1). The GPU self-tests (the reference must pass, the built-in bad candidates must
+// fail) need a GPU; without one the command says plainly that they did not run.
+#include <atomic>
+#include <exception>
 #include <memory>
+#include <regex>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
 #include "core/task.hpp"
+#include "evaluator/compile.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
+#include "util/paths.hpp"
+#include "util/text.hpp"
 
 namespace kforge {
 namespace {
 
 struct TaskCheckOptions {
     std::string task_path;
+    std::string arch = "sm_90a";
 };
+
+struct CompileJob {
+    std::string file;                  // e.g. "reference.cu", for the report
+    CompileRequest request;
+    std::optional<Verdict> refused;    // the screen's verdict; then nothing is compiled
+    CompileResult result;
+};
+
+std::vector<std::string> plan_kernels(const Plan& plan)
+{
+    std::vector<std::string> kernels;
+    for (const auto& launch : plan.launches)
+        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
+            kernels.push_back(launch.kernel);
+    return kernels;
+}
+
+// One job per param point of one kernel file; the screen runs once per file.
+void add_jobs(const Task& screen_task, const KernelFile& file, const std::string& arch, size_t max_points,
+              std::vector<CompileJob>& jobs)
+{
+    std::vector<std::string> kernels = plan_kernels(file.plan);
+    std::optional<Verdict> refused = screen_source(screen_task, file.source, kernels);
+    std::string name = file.path.filename().string();
+    size_t total = count_param_points(file.plan);
+    if (total > max_points)
+        log_info("{}: compiling the first {} of its {} param points (the task's limit)", name, max_points, total);
+    for (const auto& point : enumerate_param_points(file.plan, max_points)) {
+        CompileJob job;
+        job.file = name;
+        job.request.source = file.source;
+        job.request.arch = arch;
+        job.request.params = point;
+        job.request.kernels = kernels;
+        job.refused = refused;
+        jobs.push_back(std::move(job));
+        if (refused)
+            break; // one report per refused file is enough
+    }
+}
+
+void compile_all(CompilePool& pool, std::vector<CompileJob>& jobs)
+{
+    std::atomic<size_t> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&] {
+        for (size_t i; (i = next++) < jobs.size();) {
+            if (jobs[i].refused)
+                continue;
+            try {
+                jobs[i].result = pool.compile(jobs[i].request);
+            } catch (...) {
+                std::lock_guard lock(error_mutex);
+                error = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < std::min(pool.workers(), jobs.size()); ++t)
+        threads.emplace_back(work);
+    for (auto& t : threads)
+        t.join();
+    if (error)
+        std::rethrow_exception(error);
+}
+
+std::string indent(const std::string& text, const std::string& prefix)
+{
+    std::string out;
+    for (const auto& line : split(text, '\n'))
+        out += prefix + line + "\n";
+    return out;
+}
+
+// Prints one job's outcome; returns whether it compiled.
+bool report_job(const CompileJob& job)
+{
+    std::string where = job.request.params.empty() ? job.file
+                                                   : fmt::format("{} [{}]", job.file, describe_param_point(job.request.params));
+    if (job.refused) {
+        fmt::print("  {}: refused before compiling ({}):\n{}", where, verdict_name(job.refused->kind),
+                   indent(job.refused->message, "      "));
+        return false;
+    }
+    const CompileResult& r = job.result;
+    if (!r.ok) {
+        fmt::print("  {}: {}:\n{}", where, r.failure == VerdictKind::timeout ? "compile timed out" : "does not compile",
+                   indent(r.message, "      "));
+        return false;
+    }
+    std::string time = r.cache_hit ? "cached" : fmt::format("{:.2f} s", r.seconds);
+    for (const auto& kernel : job.request.kernels) {
+        auto it = std::find_if(r.resources.begin(), r.resources.end(), [&](const auto& k) { return k.kernel == kernel; });
+        if (it == r.resources.end()) {
+            fmt::print("  {}: {}: compiled ({}), no ptxas report\n", where, kernel, time);
+            continue;
+        }
+        fmt::print("  {}: {}: {} registers, {} B spill stores, {} B spill loads, {} B stack, {} B static smem ({})\n", where,
+                   kernel, it->registers, it->spill_store_bytes, it->spill_load_bytes, it->stack_frame_bytes,
+                   it->static_smem_bytes, time);
+    }
+    return true;
+}
 
 int run_task_check(const TaskCheckOptions& options)
 {
+    static const std::regex arch(R"(sm_\d{2,3}[af]?)");
+    if (!std::regex_match(options.arch, arch))
+        fail(ErrorKind::usage, "--arch: expected a real GPU architecture such as sm_90a, got '{}'", options.arch);
+
     Task task = load_task(options.task_path);
     fmt::print("{}: valid kforge.task/1 spec '{}' ({})\n", options.task_path, task.name, task.category);
     fmt::print("  args: {}, shapes: {} tests, {} bench, {} held out; reference {}; {} seed kernel(s)\n",
                task.args.size(), task.tests.size(), task.bench.size(), task.held_out.size(),
                task.reference.path.filename().string(), task.seeds.size());
-    return k_exit_ok;
+
+    // The task's forbidden patterns bind candidates, not the task's own reference.
+    Task reference_rules = task;
+    reference_rules.forbid.clear();
+    std::vector<CompileJob> jobs;
+    auto max_points = static_cast<size_t>(task.limits.max_param_points);
+    add_jobs(reference_rules, task.reference, options.arch, max_points, jobs);
+    for (const auto& seed : task.seeds)
+        add_jobs(task, seed, options.arch, max_points, jobs);
+
+    CompilePoolConfig config;
+    config.cache_dir = cache_dir() / "cubin";
+    CompilePool pool(config);
+    fmt::print("compiling {} kernel file(s), {} compile(s), for {} with NVRTC {} ({} workers):\n", 1 + task.seeds.size(),
+               jobs.size(), options.arch, nvrtc_version(), pool.workers());
+    std::fflush(stdout);
+    compile_all(pool, jobs);
+
+    size_t failures = 0;
+    for (const auto& job : jobs)
+        failures += report_job(job) ? 0 : 1;
+    if (failures == 0)
+        fmt::print("all {} compile(s) succeeded\n", jobs.size());
+    else
+        fmt::print("{} of {} compile(s) failed\n", failures, jobs.size());
+    fmt::print("GPU self-tests skipped (reference must pass; all-zeros, copy-of-input, perturbed and skipped-shape "
+               "candidates must fail): they need a GPU; run `kforge task check` on a machine with one\n");
+    return failures == 0 ? k_exit_ok : k_exit_negative;
 }
 
 } // namespace
@@ -32,8 +181,9 @@ void add_task_command(CLI::App& app, CommandSlot& slot)
     auto* task = app.add_subcommand("task", "work with task specs");
     task->require_subcommand(1);
     auto options = std::make_shared<TaskCheckOptions>();
-    auto* check = task->add_subcommand("check", "validate a task spec and the kernels it names");
+    auto* check = task->add_subcommand("check", "validate a task spec and compile the kernels it names");
     check->add_option("TASK", options->task_path, "task spec (JSON)")->required();
+    check->add_option("--arch", options->arch, "GPU architecture to compile for")->capture_default_str();
     check->callback([options, &slot] { slot = [options] { return run_task_check(*options); }; });
 }
 

@@ -1,6 +1,6 @@
 // The element check, generators and conversions that the GPU worker runs, exercised on host buffers
 // (the same header is compiled for the device).
-#include <catch2/catch.hpp>
+#include "kf_catch.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -1,6 +1,6 @@
 // The evaluator against deliberately bad kernels on a real GPU: each gets the right verdict, and the
 // evaluation goes on after each (faults and hangs cost a worker restart, never the run).
-#include <catch2/catch.hpp>
+#include "kf_catch.hpp"
 
 #include <map>
 

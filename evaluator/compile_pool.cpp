@@ -1,0 +1,256 @@
+// CompilePool and the compile worker process (`kforge __worker compile`).
+//
+// NVRTC's front end cannot be cancelled and its memory and crashes are its own, so compiles run in
+// long-lived child processes, one request at a time each, spoken to with framed CBOR over the
+// pipes of util/subprocess.hpp. A caller's thread takes an idle worker (starting it on first use),
+// sends the request and waits for the reply until the deadline. A worker that misses the deadline
+// is SIGKILLed and the result is `timeout`; one that dies mid-compile yields compile_error "the
+// compiler crashed (...)". Either way the dead worker is replaced on its next use, so the pool
+// keeps serving. The cache is consulted before a worker is taken and filled after it answers.
+//
+// The worker blames nothing on the candidate that is not the candidate's: an exception inside it
+// (toolkit headers missing, NVRTC refusing to start) comes back as an internal error, which the
+// pool throws as Error(runtime), since every later compile would fail the same way.
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "evaluator/compile.hpp"
+#include "evaluator/compile_cache.hpp"
+#include "evaluator/compile_record.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "util/subprocess.hpp"
+
+namespace kforge {
+
+namespace {
+
+// Set to 1 in a worker's environment to honour test hooks: a source containing
+// k_crash_marker makes the worker kill itself mid-compile, as a compiler crash would.
+constexpr const char* k_test_hooks_env = "KFORGE_COMPILE_TEST_HOOKS";
+constexpr std::string_view k_crash_marker = "kforge-test-hook: crash";
+
+// Memory one worker may need: NVRTC on header-heavy code (cub) peaks near 250 MB.
+constexpr size_t k_worker_memory_bytes = size_t{400} << 20;
+
+std::string to_frame(const Json& json)
+{
+    std::vector<std::uint8_t> bytes = Json::to_cbor(json);
+    return std::string(bytes.begin(), bytes.end());
+}
+
+Json from_frame(const std::string& frame)
+{
+    return Json::from_cbor(std::vector<std::uint8_t>(frame.begin(), frame.end()));
+}
+
+size_t available_memory_bytes()
+{
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    size_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit)
+        if (key == "MemAvailable:")
+            return kib * 1024;
+    return 0;
+}
+
+// An empty working directory that no one can add files to: NVRTC looks for quoted includes next to
+// the (nameless) candidate file, i.e. here.
+void enter_empty_directory()
+{
+    std::string pattern = (std::filesystem::temp_directory_path() / "kforge-compile-XXXXXX").string();
+    if (char* dir = ::mkdtemp(pattern.data()); dir && ::chdir(dir) == 0) {
+        ::rmdir(dir);
+        return;
+    }
+    if (::chdir("/") != 0)
+        log_warn("compile worker: cannot leave the working directory");
+}
+
+CompileResult failed(VerdictKind kind, std::string message)
+{
+    CompileResult result;
+    result.failure = kind;
+    result.message = std::move(message);
+    return result;
+}
+
+std::string describe_seconds(std::chrono::milliseconds ms) { return fmt::format("{:g} s", ms.count() / 1000.0); }
+
+} // namespace
+
+size_t default_compile_workers()
+{
+    size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    size_t memory = available_memory_bytes();
+    size_t by_memory = memory == 0 ? cores : std::max<size_t>(1, memory / 2 / k_worker_memory_bytes);
+    return std::max<size_t>(1, std::min(cores, by_memory));
+}
+
+struct CompilePool::Impl {
+    CompilePoolConfig config;
+    std::optional<CompileCache> cache;
+    std::mutex mutex;
+    std::condition_variable released;
+    std::vector<std::unique_ptr<Subprocess>> idle;
+    std::atomic<size_t> spawned{0};
+
+    std::unique_ptr<Subprocess> acquire()
+    {
+        std::unique_lock lock(mutex);
+        released.wait(lock, [&] { return !idle.empty(); });
+        auto worker = std::move(idle.back());
+        idle.pop_back();
+        return worker;
+    }
+
+    void release(std::unique_ptr<Subprocess> worker)
+    {
+        {
+            std::lock_guard lock(mutex);
+            idle.push_back(std::move(worker));
+        }
+        released.notify_one();
+    }
+
+    void start(Subprocess& worker)
+    {
+        SpawnSpec spec;
+        spec.executable = config.worker_executable;
+        spec.args = {"__worker", "compile"};
+        spec.env = config.worker_env;
+        worker = Subprocess::spawn(spec);
+        ++spawned;
+        log_debug("compile pool: started worker {}", worker.pid());
+    }
+
+    CompileResult run(Subprocess& worker, const CompileRequest& request)
+    {
+        std::string frame = to_frame(compile_request_to_json(request));
+        if (!worker.running())
+            start(worker);
+        if (!worker.send(frame)) {
+            // It died while idle (e.g. the OOM killer); a fresh one gets the request.
+            worker.kill();
+            start(worker);
+            if (!worker.send(frame))
+                return crashed(worker, "it would not take the request");
+        }
+        std::string reply;
+        switch (worker.receive(reply, config.deadline)) {
+        case ReceiveStatus::ok:
+            break;
+        case ReceiveStatus::timeout:
+            worker.kill();
+            return failed(VerdictKind::timeout,
+                          fmt::format("the compile did not finish within {} and was stopped; very large unrolled loops "
+                                      "or deep template recursion make NVRTC slow",
+                                      describe_seconds(config.deadline)));
+        case ReceiveStatus::closed:
+            return crashed(worker, worker.exit_description());
+        case ReceiveStatus::corrupt:
+            worker.kill();
+            return crashed(worker, "its reply was unreadable");
+        }
+        Json json;
+        try {
+            json = from_frame(reply);
+        } catch (const std::exception&) {
+            worker.kill();
+            return crashed(worker, "its reply was unreadable");
+        }
+        if (auto it = json.find("internal_error"); it != json.end())
+            fail_runtime("the compile worker failed: {}", it->get<std::string>());
+        try {
+            return compile_result_from_json(json);
+        } catch (const std::exception&) {
+            worker.kill();
+            return crashed(worker, "its reply was unreadable");
+        }
+    }
+
+    CompileResult crashed(Subprocess& worker, const std::string& how)
+    {
+        worker.kill();
+        return failed(VerdictKind::compile_error,
+                      fmt::format("the compiler crashed ({}); this is usually an NVRTC bug triggered by the source: "
+                                  "rewrite the construct changed last",
+                                  how.empty() ? "no reason given" : how));
+    }
+};
+
+CompilePool::CompilePool(CompilePoolConfig config) : m_impl(std::make_unique<Impl>())
+{
+    if (config.workers == 0)
+        config.workers = default_compile_workers();
+    toolkit_include_dirs(); // fail now, not on the first compile, when the headers are missing
+    if (!config.cache_dir.empty())
+        m_impl->cache.emplace(config.cache_dir);
+    for (size_t i = 0; i < config.workers; ++i)
+        m_impl->idle.push_back(std::make_unique<Subprocess>());
+    m_impl->config = std::move(config);
+}
+
+CompilePool::~CompilePool()
+{
+    for (auto& worker : m_impl->idle)
+        worker->finish(std::chrono::milliseconds(1000));
+}
+
+size_t CompilePool::workers() const { return m_impl->config.workers; }
+
+size_t CompilePool::spawned() const { return m_impl->spawned; }
+
+CompileResult CompilePool::compile(const CompileRequest& request)
+{
+    std::string key = compile_cache_key(request);
+    if (m_impl->cache)
+        if (auto hit = m_impl->cache->load(key))
+            return *hit;
+    struct Lease {
+        Impl& pool;
+        std::unique_ptr<Subprocess> worker;
+        ~Lease() { pool.release(std::move(worker)); }
+    } lease{*m_impl, m_impl->acquire()};
+    CompileResult result = m_impl->run(*lease.worker, request);
+    result.cache_key = key;
+    if (m_impl->cache)
+        m_impl->cache->store(key, result);
+    return result;
+}
+
+int run_compile_worker()
+{
+    ParentChannel channel = ParentChannel::adopt();
+    std::signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group; the controller decides
+    enter_empty_directory();
+    const char* hooks = std::getenv(k_test_hooks_env);
+    bool test_hooks = hooks && std::string_view(hooks) == "1";
+    while (auto frame = channel.receive()) {
+        Json reply;
+        try {
+            CompileRequest request = compile_request_from_json(from_frame(*frame));
+            if (test_hooks && request.source.find(k_crash_marker) != std::string::npos)
+                ::kill(::getpid(), SIGKILL);
+            reply = compile_result_to_json(compile_with_nvrtc(request), CubinEncoding::binary);
+        } catch (const std::exception& e) {
+            reply = {{"internal_error", e.what()}};
+        }
+        if (!channel.send(to_frame(reply)))
+            return k_exit_runtime;
+    }
+    return k_exit_ok;
+}
+
+} // namespace kforge

@@ -1,0 +1,23 @@
+// CompileRequest and CompileResult as JSON: the compile worker's wire format (sent as CBOR, with
+// the CUBIN as a binary value) and the disk cache's metadata (the CUBIN in a file beside it).
+#pragma once
+
+#include "evaluator/compile.hpp"
+#include "util/json_reader.hpp"
+
+namespace kforge {
+
+enum class CubinEncoding {
+    omitted, // the cache stores the CUBIN in its own file
+    binary,  // the worker protocol carries it inline (CBOR byte string)
+};
+
+Json compile_request_to_json(const CompileRequest& request);
+// Throws nlohmann::json::exception for a malformed value.
+CompileRequest compile_request_from_json(const Json& json);
+
+Json compile_result_to_json(const CompileResult& result, CubinEncoding cubin);
+// Throws nlohmann::json::exception (or std::out_of_range for an unknown verdict) when malformed.
+CompileResult compile_result_from_json(const Json& json);
+
+} // namespace kforge
