@@ -88,7 +88,8 @@ void CompileCache::store(const std::string& key, const CompileResult& result) co
         std::filesystem::create_directories(json_path(key).parent_path());
         if (result.ok)
             write_file_atomic(cubin_path(key), result.cubin);
-        write_file_atomic(json_path(key), meta.dump(1));
+        // A log can echo a source line that is not UTF-8; such bytes become U+FFFD in the record.
+        write_file_atomic(json_path(key), meta.dump(1, ' ', false, Json::error_handler_t::replace));
     } catch (const std::exception& e) {
         log_warn("compile cache: cannot store an entry in {}: {}", m_dir.string(), e.what());
     }

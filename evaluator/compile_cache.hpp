@@ -24,8 +24,8 @@ public:
 
     // The stored result (cache_hit set, seconds 0), or nullopt when absent or corrupt.
     std::optional<CompileResult> load(const std::string& key) const;
-    // Stores a successful compile or a compile error; timeouts and crashes are not stored, since
-    // they say more about the machine than about the source. A failed write is logged, not thrown.
+    // Stores a successful compile or a compile error the compiler reported (the pool never passes
+    // a crash here); a timeout is ignored. A failed write is logged, not thrown.
     void store(const std::string& key, const CompileResult& result) const;
 
     std::filesystem::path json_path(const std::string& key) const;

@@ -8,6 +8,10 @@
 // compiler crashed (...)". Either way the dead worker is replaced on its next use, so the pool
 // keeps serving. The cache is consulted before a worker is taken and filled after it answers.
 //
+// Workers are started from one thread the pool owns. util/subprocess makes a child die with its
+// parent through PR_SET_PDEATHSIG, which Linux ties to the *thread* that spawned the child: a
+// worker started by a caller's short-lived thread would be SIGKILLed when that thread ends.
+//
 // The worker blames nothing on the candidate that is not the candidate's: an exception inside it
 // (toolkit headers missing, NVRTC refusing to start) comes back as an internal error, which the
 // pool throws as Error(runtime), since every later compile would fail the same way.
@@ -15,7 +19,9 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -78,13 +84,74 @@ void enter_empty_directory()
         log_warn("compile worker: cannot leave the working directory");
 }
 
-CompileResult failed(VerdictKind kind, std::string message)
-{
+// What a worker produced, and whether it may be cached: only what the compiler itself said; a
+// timeout or a crash says more about the machine than about the source.
+struct WorkerOutcome {
     CompileResult result;
-    result.failure = kind;
-    result.message = std::move(message);
-    return result;
+    bool from_compiler = false;
+};
+
+WorkerOutcome lost(VerdictKind kind, std::string message)
+{
+    WorkerOutcome outcome;
+    outcome.result.failure = kind;
+    outcome.result.message = std::move(message);
+    return outcome;
 }
+
+// Runs Subprocess::spawn on its own long-lived thread (see the note at the top).
+class SpawnThread
+{
+public:
+    SpawnThread() : m_thread([this] { serve(); }) {}
+    ~SpawnThread()
+    {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+        }
+        m_wake.notify_one();
+        m_thread.join();
+    }
+    SpawnThread(const SpawnThread&) = delete;
+    SpawnThread& operator=(const SpawnThread&) = delete;
+
+    // Throws what Subprocess::spawn throws.
+    Subprocess spawn(const SpawnSpec& spec)
+    {
+        std::packaged_task<Subprocess()> task([&spec] { return Subprocess::spawn(spec); });
+        auto child = task.get_future();
+        {
+            std::lock_guard lock(m_mutex);
+            m_tasks.push_back(std::move(task));
+        }
+        m_wake.notify_one();
+        return child.get();
+    }
+
+private:
+    void serve()
+    {
+        for (;;) {
+            std::packaged_task<Subprocess()> task;
+            {
+                std::unique_lock lock(m_mutex);
+                m_wake.wait(lock, [&] { return m_stop || !m_tasks.empty(); });
+                if (m_tasks.empty())
+                    return;
+                task = std::move(m_tasks.front());
+                m_tasks.pop_front();
+            }
+            task();
+        }
+    }
+
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::deque<std::packaged_task<Subprocess()>> m_tasks;
+    bool m_stop = false;
+    std::thread m_thread;
+};
 
 std::string describe_seconds(std::chrono::milliseconds ms) { return fmt::format("{:g} s", ms.count() / 1000.0); }
 
@@ -99,6 +166,7 @@ size_t default_compile_workers()
 }
 
 struct CompilePool::Impl {
+    SpawnThread spawner; // declared first, so it outlives every worker
     CompilePoolConfig config;
     std::optional<CompileCache> cache;
     std::mutex mutex;
@@ -130,12 +198,12 @@ struct CompilePool::Impl {
         spec.executable = config.worker_executable;
         spec.args = {"__worker", "compile"};
         spec.env = config.worker_env;
-        worker = Subprocess::spawn(spec);
+        worker = spawner.spawn(spec);
         ++spawned;
         log_debug("compile pool: started worker {}", worker.pid());
     }
 
-    CompileResult run(Subprocess& worker, const CompileRequest& request)
+    WorkerOutcome run(Subprocess& worker, const CompileRequest& request)
     {
         std::string frame = to_frame(compile_request_to_json(request));
         if (!worker.running())
@@ -153,7 +221,7 @@ struct CompilePool::Impl {
             break;
         case ReceiveStatus::timeout:
             worker.kill();
-            return failed(VerdictKind::timeout,
+            return lost(VerdictKind::timeout,
                           fmt::format("the compile did not finish within {} and was stopped; very large unrolled loops "
                                       "or deep template recursion make NVRTC slow",
                                       describe_seconds(config.deadline)));
@@ -173,17 +241,17 @@ struct CompilePool::Impl {
         if (auto it = json.find("internal_error"); it != json.end())
             fail_runtime("the compile worker failed: {}", it->get<std::string>());
         try {
-            return compile_result_from_json(json);
+            return {compile_result_from_json(json), true};
         } catch (const std::exception&) {
             worker.kill();
             return crashed(worker, "its reply was unreadable");
         }
     }
 
-    CompileResult crashed(Subprocess& worker, const std::string& how)
+    WorkerOutcome crashed(Subprocess& worker, const std::string& how)
     {
         worker.kill();
-        return failed(VerdictKind::compile_error,
+        return lost(VerdictKind::compile_error,
                       fmt::format("the compiler crashed ({}); this is usually an NVRTC bug triggered by the source: "
                                   "rewrite the construct changed last",
                                   how.empty() ? "no reason given" : how));
@@ -223,11 +291,11 @@ CompileResult CompilePool::compile(const CompileRequest& request)
         std::unique_ptr<Subprocess> worker;
         ~Lease() { pool.release(std::move(worker)); }
     } lease{*m_impl, m_impl->acquire()};
-    CompileResult result = m_impl->run(*lease.worker, request);
-    result.cache_key = key;
-    if (m_impl->cache)
-        m_impl->cache->store(key, result);
-    return result;
+    WorkerOutcome outcome = m_impl->run(*lease.worker, request);
+    outcome.result.cache_key = key;
+    if (m_impl->cache && outcome.from_compiler)
+        m_impl->cache->store(key, outcome.result);
+    return outcome.result;
 }
 
 int run_compile_worker()

@@ -183,8 +183,6 @@ std::vector<KernelResources> parse_ptxas_report(const std::string& log)
     size_t compiling = none;   // the entry whose "Used" line comes next
     size_t described = none;   // the entry whose properties line comes next
     for (const auto& line : split(log, '\n')) {
-        if (line.rfind("ptxas", 0) != 0)
-            continue;
         std::smatch m;
         if (std::regex_search(line, m, entry)) {
             out.push_back(KernelResources{m[1].str()});

@@ -51,7 +51,9 @@ void add_jobs(const Task& screen_task, const KernelFile& file, const std::string
 {
     std::vector<std::string> kernels = plan_kernels(file.plan);
     std::optional<Verdict> refused = screen_source(screen_task, file.source, kernels);
-    std::string name = file.path.filename().string();
+    std::string name = file.path.lexically_relative(screen_task.spec_path.parent_path()).string();
+    if (name.empty() || name.rfind("..", 0) == 0)
+        name = file.path.filename().string();
     size_t total = count_param_points(file.plan);
     if (total > max_points)
         log_info("{}: compiling the first {} of its {} param points (the task's limit)", name, max_points, total);
@@ -98,8 +100,8 @@ void compile_all(CompilePool& pool, std::vector<CompileJob>& jobs)
 std::string indent(const std::string& text, const std::string& prefix)
 {
     std::string out;
-    for (const auto& line : split(text, '\n'))
-        out += prefix + line + "\n";
+    for (const auto& line : split(trim(text), '\n'))
+        out += (trim(line).empty() ? "" : prefix + line) + "\n";
     return out;
 }
 

@@ -1,0 +1,162 @@
+// CompilePool: worker processes that are killed at the deadline or die, and a pool that keeps
+// serving; several threads at once; `kforge task check` end to end.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "evaluator/compile.hpp"
+#include "test_support.hpp"
+#include "util/text.hpp"
+
+using namespace kforge;
+
+namespace {
+
+CompilePoolConfig pool_config(size_t workers)
+{
+    CompilePoolConfig config;
+    config.workers = workers;
+    config.worker_executable = test::kforge_binary().string();
+    return config;
+}
+
+CompileRequest simple_request(int value)
+{
+    CompileRequest request;
+    request.source = "extern \"C\" __global__ void k(int* y) { y[threadIdx.x] = VALUE * (int)threadIdx.x; }\n";
+    request.kernels = {"k"};
+    request.params = {{"VALUE", value}};
+    return request;
+}
+
+// A real compile that takes minutes: every level of the recursion doubles the code that NVVM and
+// ptxas must chew through after inlining (depth 12 took ~10 s on this machine, 14 over 2 min).
+const char* k_endless_source = R"(
+template <int D> __device__ __forceinline__ float g(float a, const float* x)
+{ return g<D - 1>(a * x[D] + 1.0f, x) * g<D - 1>(a - x[D + 1], x); }
+template <> __device__ __forceinline__ float g<0>(float a, const float* x) { return a * x[0]; }
+extern "C" __global__ void k(float* y, const float* x) { y[threadIdx.x] = g<20>(x[threadIdx.x], x); }
+)";
+
+} // namespace
+
+TEST_CASE("a compile past its deadline is killed, reported as timeout, and the pool keeps serving", "[evaluator][pool][slow]")
+{
+    CompilePoolConfig config = pool_config(1);
+    config.deadline = std::chrono::milliseconds(2000);
+    CompilePool pool(config);
+    CompileRequest endless;
+    endless.source = k_endless_source;
+    endless.kernels = {"k"};
+    auto start = std::chrono::steady_clock::now();
+    CompileResult result = pool.compile(endless);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    INFO(result.message);
+    CHECK(!result.ok);
+    CHECK(result.failure == VerdictKind::timeout);
+    CHECK(result.message.find("did not finish within 2 s") != std::string::npos);
+    CHECK(seconds < 10);
+    CompileResult next = pool.compile(simple_request(1));
+    INFO(next.message);
+    CHECK(next.ok);
+    CHECK(pool.spawned() == 2);
+}
+
+TEST_CASE("a worker that dies mid-compile yields 'the compiler crashed' and is replaced", "[evaluator][pool]")
+{
+    CompilePoolConfig config = pool_config(1);
+    config.worker_env = {{"KFORGE_COMPILE_TEST_HOOKS", "1"}};
+    test::TempDir cache;
+    config.cache_dir = cache.path();
+    CompilePool pool(config);
+    CompileRequest crashing = simple_request(1);
+    crashing.source += "// kforge-test-hook: crash\n";
+    CompileResult result = pool.compile(crashing);
+    INFO(result.message);
+    CHECK(!result.ok);
+    CHECK(result.failure == VerdictKind::compile_error);
+    CHECK(result.message.find("the compiler crashed (killed by signal 9") != std::string::npos);
+    CHECK(pool.compile(simple_request(2)).ok);
+    // A crash says more about the machine than the source: it is not cached.
+    CompileResult again = pool.compile(crashing);
+    CHECK(!again.cache_hit);
+    CHECK(again.message.find("the compiler crashed") != std::string::npos);
+    CHECK(pool.compile(simple_request(3)).ok);
+    CHECK(pool.spawned() == 3);
+}
+
+TEST_CASE("the crash hook is inert unless the worker's environment enables it", "[evaluator][pool]")
+{
+    CompilePool pool(pool_config(1));
+    CompileRequest request = simple_request(1);
+    request.source += "// kforge-test-hook: crash\n";
+    CHECK(pool.compile(request).ok);
+}
+
+TEST_CASE("several threads compile at once through a pool of two workers", "[evaluator][pool]")
+{
+    CompilePool pool(pool_config(2));
+    constexpr int k_threads = 4;
+    constexpr int k_per_thread = 3;
+    std::vector<std::vector<CompileResult>> results(k_threads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < k_threads; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < k_per_thread; ++i)
+                results[t].push_back(pool.compile(simple_request(i)));
+        });
+    for (auto& t : threads)
+        t.join();
+    for (int t = 0; t < k_threads; ++t) {
+        REQUIRE(results[t].size() == k_per_thread);
+        for (int i = 0; i < k_per_thread; ++i) {
+            INFO("thread " << t << ", VALUE=" << i << ": " << results[t][i].message);
+            CHECK(results[t][i].ok);
+            // Same request, same bytes, whichever worker compiled it.
+            CHECK(results[t][i].cubin == results[0][i].cubin);
+            if (i > 0)
+                CHECK(results[t][i].cubin != results[t][0].cubin);
+        }
+    }
+    CHECK(pool.spawned() == 2);
+}
+
+TEST_CASE("kforge task check compiles the reference and says the GPU self-tests were skipped", "[evaluator][pool][e2e]")
+{
+    test::TempDir home;
+    auto result = test::run_kforge({"task", "check", (test::source_dir() / "tasks/softmax_f32.json").string()},
+                                   {"XDG_CACHE_HOME=" + home.path().string()});
+    INFO(result.out << result.err);
+    CHECK(result.exit_code == 0);
+    CHECK(result.out.find("reference.cu: softmax_ref: ") != std::string::npos);
+    CHECK(result.out.find(" registers, 0 B spill stores") != std::string::npos);
+    CHECK(result.out.find("all 1 compile(s) succeeded") != std::string::npos);
+    CHECK(result.out.find("GPU self-tests skipped") != std::string::npos);
+    CHECK(result.out.find("need a GPU") != std::string::npos);
+}
+
+TEST_CASE("kforge task check fails when a kernel does not compile, at every param point", "[evaluator][pool][e2e]")
+{
+    test::TempDir dir;
+    std::string spec = read_file(test::source_dir() / "tasks/softmax_f32.json");
+    spec = replace_all(spec, "\"softmax_f32/reference.cu\"", "\"reference.cu\"");
+    spec = replace_all(spec, "\"seeds\": []", "\"seeds\": [\"seeds/tuned.cu\"]");
+    test::write_text(dir / "spec.json", spec);
+    test::write_text(dir / "reference.cu", read_file(test::source_dir() / "tasks/softmax_f32/reference.cu"));
+    std::filesystem::create_directories(dir / "seeds");
+    test::write_text(dir / "seeds/tuned.cu",
+                     "/* kforge:plan\n{ \"params\": {\"BLOCK\": [128, 256]},\n"
+                     "  \"launches\": [{\"kernel\": \"softmax\", \"grid\": [\"M\"], \"block\": [\"BLOCK\"],"
+                     " \"args\": [\"x\", \"y\", \"M\", \"N\"]}] }\n*/\n"
+                     "extern \"C\" __global__ void softmax(const float* x, float* y, int M, int N)\n{\n"
+                     "#if BLOCK == 256\n    broken_here();\n#endif\n    y[0] = x[0];\n}\n");
+    auto result = test::run_kforge({"task", "check", (dir / "spec.json").string()}, {"XDG_CACHE_HOME=" + (dir / "cache").string()});
+    INFO(result.out << result.err);
+    CHECK(result.exit_code == 1);
+    CHECK(result.out.find("seeds/tuned.cu [BLOCK=128]: softmax: ") != std::string::npos);
+    CHECK(result.out.find("seeds/tuned.cu [BLOCK=256]: does not compile") != std::string::npos);
+    CHECK(result.out.find("candidate.cu(8): error: identifier \"broken_here\" is undefined") != std::string::npos);
+    CHECK(result.out.find("1 of 3 compile(s) failed") != std::string::npos);
+    CHECK(result.out.find("GPU self-tests skipped") != std::string::npos);
+}
