@@ -39,6 +39,8 @@ int run_cli(int argc, char** argv)
 
     CommandSlot slot;
     add_task_command(app, slot);
+    add_inspect_command(app, slot);
+    add_export_command(app, slot);
 
     try {
         app.parse(argc, argv);

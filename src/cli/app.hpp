@@ -16,5 +16,7 @@ using CommandSlot = std::function<int()>;
 int run_cli(int argc, char** argv);
 
 void add_task_command(CLI::App& app, CommandSlot& slot);
+void add_inspect_command(CLI::App& app, CommandSlot& slot);
+void add_export_command(CLI::App& app, CommandSlot& slot);
 
 } // namespace kforge
