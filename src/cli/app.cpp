@@ -40,6 +40,8 @@ int run_cli(int argc, char** argv)
     CommandSlot slot;
     add_doctor_command(app, slot);
     add_eval_command(app, slot);
+    add_export_command(app, slot);
+    add_inspect_command(app, slot);
     add_task_command(app, slot);
     add_worker_command(app, slot);
 

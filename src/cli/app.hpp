@@ -17,6 +17,8 @@ int run_cli(int argc, char** argv);
 
 void add_doctor_command(CLI::App& app, CommandSlot& slot);
 void add_eval_command(CLI::App& app, CommandSlot& slot);
+void add_export_command(CLI::App& app, CommandSlot& slot);
+void add_inspect_command(CLI::App& app, CommandSlot& slot);
 void add_task_command(CLI::App& app, CommandSlot& slot);
 void add_worker_command(CLI::App& app, CommandSlot& slot);
 

@@ -1,0 +1,306 @@
+// Opening, creating and upgrading archives, and the run record.
+//
+// Opening checks, in order, before anything is written: the file exists and starts with SQLite's
+// magic header (so an empty or foreign file is named as such, rather than silently becoming an
+// empty database), its application_id says kforge, and its schema version is one this binary knows.
+// Only then does a writer take the lock, switch to WAL and apply missing migrations.
+#include "archive/archive.hpp"
+
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "archive/sqlite.hpp"
+#include "archive/store_detail.hpp"
+#include "util/error.hpp"
+
+#ifndef KFORGE_VERSION
+#define KFORGE_VERSION "0.0.0"
+#endif
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int k_busy_timeout_ms = 10000;
+constexpr const char* k_run_columns =
+    "run_id, task_name, task_spec, task_hash, task_files, config, device, toolkit_version, "
+    "kforge_version, seed, state, started_at, updated_at";
+
+void check_sqlite_file(const fs::path& path)
+{
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+        fail_input("{}: no such archive", path.string());
+    if (!fs::is_regular_file(path, ec))
+        fail_input("{}: not a kforge archive (not a regular file)", path.string());
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        fail_input("{}: cannot read the archive: {}", path.string(), std::strerror(errno));
+    char header[16] = {};
+    in.read(header, sizeof header);
+    if (in.gcount() == 0)
+        fail_input("{}: not a kforge archive (the file is empty)", path.string());
+    if (in.gcount() < 16 || std::memcmp(header, "SQLite format 3", 16) != 0)
+        fail_input("{}: not a kforge archive (not an SQLite database)", path.string());
+}
+
+int64_t single_int(Database& db, const char* sql)
+{
+    Statement query(db, sql);
+    query.step();
+    return query.column_int(0);
+}
+
+// The schema version of a kforge archive; throws for anything else.
+int identify_archive(Database& db)
+{
+    auto id = single_int(db, "PRAGMA application_id");
+    if (id != k_archive_application_id)
+        fail_input("{}: an SQLite database, but not a kforge archive (application id {:#x})",
+                   db.path(), id);
+    if (single_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+                       "'schema_version'") == 0)
+        fail_input("{}: damaged kforge archive: it has no schema_version table", db.path());
+    return static_cast<int>(single_int(db, "SELECT coalesce(max(version), 0) FROM schema_version"));
+}
+
+std::string writer_of_version(Database& db, int version)
+{
+    Statement query(db, "SELECT kforge_version FROM schema_version WHERE version = ?");
+    query.bind_int(version);
+    return query.step() ? query.column_text(0) : "unknown";
+}
+
+void configure_writer(Database& db)
+{
+    KF_SQLITE_CHECK(db.handle(), sqlite3_busy_timeout(db.handle(), k_busy_timeout_ms));
+    Statement wal(db, "PRAGMA journal_mode = WAL");
+    wal.step();
+    if (wal.column_text(0) != "wal")
+        fail_runtime(
+            "{}: cannot switch the archive to WAL mode (journal mode stays '{}'); is it on a "
+            "file system without shared-memory support?",
+            db.path(), wal.column_text(0));
+    db.execute("PRAGMA synchronous = FULL");
+}
+
+void configure_reader(Database& db)
+{
+    KF_SQLITE_CHECK(db.handle(), sqlite3_busy_timeout(db.handle(), k_busy_timeout_ms));
+    db.execute("PRAGMA query_only = ON");
+}
+
+// Applies the steps after `from`, each in its own transaction with its schema_version row.
+void apply_migrations(Database& db, int from, const std::vector<Migration>& migrations)
+{
+    db.execute("PRAGMA foreign_keys = OFF"); // a step may rebuild tables; checked after each step
+    for (const auto& step : migrations) {
+        if (step.version <= from)
+            continue;
+        Transaction transaction(db);
+        try {
+            db.execute(step.sql);
+        } catch (const Error& e) {
+            fail_runtime("{}: upgrading the archive to schema version {} ({}) failed: {}",
+                         db.path(), step.version, step.summary, e.what());
+        }
+        Statement record(
+            db, "INSERT INTO schema_version (version, summary, applied_at, kforge_version) "
+                "VALUES (?, ?, ?, ?)");
+        record.bind_int(step.version)
+            .bind_text(step.summary)
+            .bind_real(now_seconds())
+            .bind_text(KFORGE_VERSION);
+        record.run();
+        Statement fk(db, "PRAGMA foreign_key_check");
+        if (fk.step())
+            fail_runtime("{}: schema version {} ({}) leaves table {} violating a foreign key",
+                         db.path(), step.version, step.summary, fk.column_text(0));
+        transaction.commit();
+    }
+    db.execute("PRAGMA foreign_keys = ON");
+}
+
+void bind_run(Statement& statement, const RunInfo& run, double updated_at)
+{
+    statement.bind_text(run.run_id)
+        .bind_text(run.task_name)
+        .bind_text(run.task_spec)
+        .bind_text(run.task_hash);
+    statement.bind_json(run.task_files).bind_json(run.config).bind_json(run.device);
+    statement.bind_text(run.toolkit_version)
+        .bind_text(run.kforge_version)
+        .bind_text(std::to_string(run.seed));
+    statement.bind_text(run.state).bind_real(time_or_now(run.started_at)).bind_real(updated_at);
+}
+
+void remove_archive_files(const fs::path& path)
+{
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+        fs::remove(fs::path(path.string() + suffix), ec);
+}
+
+} // namespace
+
+Archive::Archive(fs::path path, OpenMode mode, WriterLock lock, std::unique_ptr<Database> db)
+    : m_path(std::move(path)), m_mode(mode), m_lock(std::move(lock)), m_db(std::move(db))
+{
+}
+
+Archive::Archive(Archive&&) noexcept = default;
+Archive& Archive::operator=(Archive&&) noexcept = default;
+Archive::~Archive() = default;
+
+Archive Archive::create(const fs::path& path, const RunInfo& run,
+                        const std::vector<Migration>& migrations)
+{
+    check_migration_list(migrations);
+    WriterLock lock(path);
+    std::error_code ec;
+    if (fs::exists(path, ec))
+        fail_input(
+            "{}: already exists; continue that run with `kforge resume` or choose another name",
+            path.string());
+    for (const char* suffix : {"-wal", "-shm", "-journal"})
+        if (fs::exists(fs::path(path.string() + suffix), ec))
+            fail_input("{}: a leftover {}{} exists without its archive; remove it first",
+                       path.string(), path.filename().string(), suffix);
+    auto db = std::make_unique<Database>(path.string(), DbAccess::read_write_create);
+    try {
+        configure_writer(*db);
+        Transaction transaction(*db);
+        db->execute(fmt::format("PRAGMA application_id = {}", k_archive_application_id));
+        db->execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, summary TEXT NOT NULL, "
+            "applied_at REAL NOT NULL, kforge_version TEXT NOT NULL)");
+        transaction.commit();
+        apply_migrations(*db, 0, migrations);
+        Statement insert(
+            *db, fmt::format(
+                     "INSERT INTO run (id, {}) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     k_run_columns));
+        bind_run(insert, run, now_seconds());
+        insert.run();
+    } catch (...) {
+        db.reset();
+        remove_archive_files(path);
+        throw;
+    }
+    return Archive(path, OpenMode::write, std::move(lock), std::move(db));
+}
+
+Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Migration>& migrations)
+{
+    check_migration_list(migrations);
+    check_sqlite_file(path);
+    bool writing = mode == OpenMode::write;
+    auto db = std::make_unique<Database>(path.string(),
+                                         writing ? DbAccess::read_write : DbAccess::read_only);
+    KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_busy_timeout_ms));
+    int version = identify_archive(*db);
+    int known = migrations.back().version;
+    if (version > known)
+        fail_input(
+            "{}: the archive has schema version {}, newer than this kforge knows ({}); it was "
+            "written by kforge {}, so use that version or a later one",
+            path.string(), version, known, writer_of_version(*db, version));
+    if (!writing) {
+        if (version < known)
+            fail_input(
+                "{}: the archive has schema version {}, older than this kforge's {}; open it for "
+                "writing once (`kforge resume`) to upgrade it",
+                path.string(), version, known);
+        configure_reader(*db);
+        return Archive(path, mode, WriterLock(), std::move(db));
+    }
+    WriterLock lock(path);
+    configure_writer(*db);
+    apply_migrations(*db, version, migrations);
+    return Archive(path, mode, std::move(lock), std::move(db));
+}
+
+int Archive::schema_version() const
+{
+    return static_cast<int>(single_int(*m_db, "SELECT max(version) FROM schema_version"));
+}
+
+void Archive::atomically(const std::function<void()>& work)
+{
+    Transaction transaction(*m_db);
+    work();
+    transaction.commit();
+}
+
+std::string Archive::integrity_check() const
+{
+    Statement check(*m_db, "PRAGMA integrity_check");
+    std::string report;
+    while (check.step())
+        report += (report.empty() ? "" : "\n") + check.column_text(0);
+    return report;
+}
+
+void Archive::require_writer(std::string_view action) const
+{
+    if (m_mode != OpenMode::write)
+        fail_runtime("{}: cannot {}: the archive is open read-only", m_path.string(), action);
+}
+
+RunInfo Archive::run_info() const
+{
+    Statement query(*m_db, fmt::format("SELECT {} FROM run WHERE id = 1", k_run_columns));
+    if (!query.step())
+        fail_input("{}: damaged kforge archive: it has no run record", m_path.string());
+    RunInfo run;
+    run.run_id = query.column_text(0);
+    run.task_name = query.column_text(1);
+    run.task_spec = query.column_text(2);
+    run.task_hash = query.column_text(3);
+    run.task_files = query.column_json(4, "run task_files");
+    run.config = query.column_json(5, "run config");
+    run.device = query.column_json(6, "run device");
+    run.toolkit_version = query.column_text(7);
+    run.kforge_version = query.column_text(8);
+    std::string seed = query.column_text(9);
+    try {
+        size_t used = 0;
+        run.seed = std::stoull(seed, &used);
+        if (used != seed.size())
+            throw std::invalid_argument(seed);
+    } catch (const std::exception&) {
+        fail_input("{}: run seed '{}' is not an unsigned integer", m_path.string(), seed);
+    }
+    run.state = query.column_text(10);
+    run.started_at = query.column_real(11);
+    run.updated_at = query.column_real(12);
+    return run;
+}
+
+void Archive::update_run(const RunInfo& run)
+{
+    require_writer("update the run record");
+    Statement update(
+        *m_db, "UPDATE run SET run_id = ?, task_name = ?, task_spec = ?, task_hash = ?, "
+               "task_files = ?, config = ?, device = ?, toolkit_version = ?, kforge_version = ?, "
+               "seed = ?, state = ?, started_at = ?, updated_at = ? WHERE id = 1");
+    bind_run(update, run, now_seconds());
+    update.run();
+}
+
+void Archive::set_run_state(std::string_view state)
+{
+    require_writer("set the run state");
+    if (state != "running" && state != "interrupted" && state != "finished" && state != "failed")
+        fail_runtime(
+            "{}: internal error: '{}' is not a run state (running, interrupted, finished, failed)",
+            m_path.string(), state);
+    Statement update(*m_db, "UPDATE run SET state = ?, updated_at = ? WHERE id = 1");
+    update.bind_text(state).bind_real(now_seconds());
+    update.run();
+}
+
+} // namespace kforge

@@ -1,0 +1,164 @@
+// The run archive: one SQLite file per run holding everything the run produced (DESIGN.md §8).
+//
+// Invariants:
+// - One writer at a time. Opening for writing takes an exclusive lock on `<archive>.lock` that the
+//   kernel drops when the holder exits, kill -9 included; a second writer is refused with the
+//   holder's pid, host and start time. Readers take no lock and may run beside the writer.
+// - Every write method is one transaction: a candidate, its inspirations and all its measurements
+//   commit together or not at all, so a crash never leaves half a candidate. atomically() groups
+//   several writes (a candidate, its elite placement, the RNG state) into one transaction.
+// - WAL mode with synchronous=FULL: a commit survives the process and the machine dying right
+// after.
+// - Each read query is its own read transaction, so a read-only Archive sees every commit the
+// writer
+//   made before the query started, without reopening.
+// - Every archive holds its run record from the moment it is created.
+//
+// Not thread-safe: one thread uses an Archive (the controller). Errors that stop the command throw
+// kforge::Error naming the archive file: bad_input for a file that is not a usable kforge archive,
+// runtime for I/O, locks and SQLite failures.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "archive/rows.hpp"
+#include "archive/schema.hpp"
+#include "archive/writer_lock.hpp"
+#include "core/candidate.hpp"
+#include "core/records.hpp"
+
+namespace kforge {
+
+class Database;
+
+enum class OpenMode
+{
+    write,
+    read_only
+};
+enum class CallText
+{
+    omit,
+    include
+}; // whether LLM call queries load request and reply
+enum class MetaPromptFilter
+{
+    active,
+    all
+};
+
+class Archive
+{
+public:
+    // Creates a new archive at `path` holding `run`, and opens it for writing. Fails if the file
+    // exists (a run is resumed with open(), never overwritten). `migrations` is the schema to
+    // build; tests pass their own list to exercise upgrades.
+    static Archive create(const std::filesystem::path& path, const RunInfo& run,
+                          const std::vector<Migration>& migrations = schema_migrations());
+    // Opens an existing archive. OpenMode::write takes the writer lock and upgrades an older
+    // schema; OpenMode::read_only takes no lock and refuses an archive whose schema needs an
+    // upgrade. Either refuses a file that is missing, not SQLite, not a kforge archive, or newer
+    // than `migrations`.
+    static Archive open(const std::filesystem::path& path, OpenMode mode,
+                        const std::vector<Migration>& migrations = schema_migrations());
+
+    Archive(Archive&&) noexcept;
+    Archive& operator=(Archive&&) noexcept;
+    ~Archive();
+
+    const std::filesystem::path& path() const { return m_path; }
+    OpenMode mode() const { return m_mode; }
+    int schema_version() const;
+    // Runs `work` in one transaction: every write it makes commits together, or none does when it
+    // throws (the exception is rethrown). Nests. On a read-only archive every query inside sees the
+    // same snapshot, however much the writer commits meanwhile.
+    void atomically(const std::function<void()>& work);
+    // "ok", or SQLite's list of problems (PRAGMA integrity_check).
+    std::string integrity_check() const;
+
+    // --- run ---
+    RunInfo run_info() const;
+    // Replaces the stored run record (resume: new config, device, versions); updated_at is set now.
+    void update_run(const RunInfo& run);
+    // running | interrupted | finished | failed (anything else is refused); updated_at is set now.
+    void set_run_state(std::string_view state);
+
+    // --- candidates (archive/candidates.cpp) ---
+    // Stores the candidate with its evaluation, inspirations and every measurement in one
+    // transaction and returns its id (candidate.id is ignored; created_at 0 means now). The parent,
+    // inspirations and LLM call must already be stored.
+    int64_t insert_candidate(const Candidate& candidate);
+    // The full record with its measurements, or nullopt when no candidate has that id.
+    std::optional<Candidate> candidate(int64_t id) const;
+    // The id of a stored candidate with this source hash (the oldest), for duplicate rejection.
+    std::optional<int64_t> find_candidate_by_hash(std::string_view source_hash) const;
+    int64_t candidate_count() const;
+    // Measurements of one candidate, in the order they were stored.
+    std::vector<Measurement> measurements(int64_t candidate_id) const;
+    // Baseline timings of the run (reference, vendor libraries), stored without a candidate.
+    void insert_baselines(const std::vector<Measurement>& baselines);
+    // The latest baseline per (shape set, shape label, subject), in the order first stored.
+    std::vector<Measurement> baselines() const;
+
+    // --- queries (archive/queries.cpp) ---
+    // The correct candidate with the highest fitness (the oldest among equals), in full.
+    std::optional<Candidate> best_candidate() const;
+    // Correct candidates by fitness, best first, at most `limit`.
+    std::vector<CandidateSummary> top_candidates(size_t limit) const;
+    std::map<VerdictKind, int64_t> verdict_counts() const;
+    // Non-correct candidates, newest first, at most `limit`; messages cut to `max_message_chars`.
+    std::vector<FailureRow> failures(size_t limit, size_t max_message_chars) const;
+    // The candidate and its ancestors, the candidate first and the oldest ancestor last. Empty when
+    // `id` is unknown.
+    std::vector<CandidateSummary> lineage(int64_t id) const;
+    // Every candidate in id order, for fitness-over-time plots.
+    std::vector<FitnessPoint> fitness_series() const;
+
+    // --- LLM calls, meta-prompts, lessons (archive/calls.cpp) ---
+    // Stores one call and returns its id (record.id is ignored).
+    int64_t insert_llm_call(const LlmCallRecord& record);
+    std::optional<LlmCallRecord> llm_call(int64_t id) const;
+    // The newest calls first, at most `limit`; with CallText::omit, request and reply stay empty.
+    std::vector<LlmCallRecord> llm_calls(size_t limit, CallText text) const;
+    LlmUsage llm_usage_total() const;
+    // Per provider and model, the most expensive first.
+    std::vector<LlmUsage> llm_usage_by_model() const;
+    int64_t insert_meta_prompt(const MetaPrompt& prompt);
+    // Rewrites text, uses, improvements and active of the stored prompt `prompt.id`.
+    void update_meta_prompt(const MetaPrompt& prompt);
+    std::vector<MetaPrompt> meta_prompts(MetaPromptFilter filter) const;
+    int64_t insert_lesson(const Lesson& lesson);
+    std::vector<Lesson> lessons() const;
+
+    // --- elites and search state (archive/state.cpp) ---
+    // Places `elite` in its cell; the previous occupant, if any, stays in the history as replaced.
+    void set_elite(const Elite& elite);
+    // Current occupants, by island then cell; `island` nullopt means all islands.
+    std::vector<Elite> elites(std::optional<int> island = std::nullopt) const;
+    // Every placement ever made, oldest first.
+    std::vector<ElitePlacement> elite_history() const;
+    // JSON value stored under `key`, or nullopt.
+    std::optional<Json> search_state(std::string_view key) const;
+    void set_search_state(std::string_view key, const Json& value);
+
+private:
+    Archive(std::filesystem::path path, OpenMode mode, WriterLock lock,
+            std::unique_ptr<Database> db);
+    // Throws Error(runtime) naming the file and `action` when this archive is read-only.
+    void require_writer(std::string_view action) const;
+
+    std::filesystem::path m_path;
+    OpenMode m_mode = OpenMode::read_only;
+    WriterLock m_lock; // declared before m_db: released only after the connection closes
+    std::unique_ptr<Database> m_db;
+};
+
+} // namespace kforge

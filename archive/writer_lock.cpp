@@ -1,0 +1,139 @@
+// The writer lock: flock on `<archive>.lock`, holder details inside it as one line of JSON.
+#include "archive/writer_lock.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "util/error.hpp"
+#include "util/json_reader.hpp"
+
+#ifndef KFORGE_VERSION
+#define KFORGE_VERSION "0.0.0"
+#endif
+
+namespace kforge {
+namespace {
+
+std::string host_name()
+{
+    char buffer[256] = {};
+    if (::gethostname(buffer, sizeof buffer - 1) != 0)
+        return "unknown host";
+    return buffer;
+}
+
+std::string read_holder(int fd)
+{
+    std::string text;
+    char buffer[512];
+    ssize_t n;
+    off_t offset = 0;
+    while ((n = ::pread(fd, buffer, sizeof buffer, offset)) > 0) {
+        text.append(buffer, static_cast<size_t>(n));
+        offset += n;
+    }
+    return text;
+}
+
+// "pid 123 on host-a, since 2026-01-02 10:11:12, kforge 0.1.0", from the holder's note.
+std::string describe_holder(const std::string& note)
+{
+    Json holder = Json::parse(note, nullptr, false);
+    if (!holder.is_object() || !holder.contains("pid"))
+        return "";
+    auto since = static_cast<std::time_t>(holder.value("since", 0.0));
+    return fmt::format("pid {} on {}, since {:%Y-%m-%d %H:%M:%S}, kforge {}",
+                       holder.value("pid", 0), holder.value("host", std::string("?")),
+                       fmt::localtime(since), holder.value("kforge_version", std::string("?")));
+}
+
+} // namespace
+
+std::filesystem::path lock_path_of(const std::filesystem::path& archive)
+{
+    std::filesystem::path lock = archive;
+    lock += ".lock";
+    return lock;
+}
+
+WriterLock::WriterLock(const std::filesystem::path& archive)
+{
+    auto path = lock_path_of(archive);
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fail_runtime("{}: cannot open the writer lock {}: {}", archive.string(), path.string(),
+                     std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int saved = errno;
+        if (saved != EWOULDBLOCK) {
+            ::close(fd);
+            fail_runtime("{}: cannot lock {}: {}", archive.string(), path.string(),
+                         std::strerror(saved));
+        }
+        // The holder writes its note right after locking; give a fresh holder a moment to do so.
+        std::string holder;
+        for (int attempt = 0; attempt < 20 && holder.empty(); ++attempt) {
+            holder = describe_holder(read_holder(fd));
+            if (holder.empty())
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        ::close(fd);
+        fail_runtime(
+            "{}: another kforge is writing this archive ({}); only one writer at a time. Wait "
+            "for it to finish or stop it; `kforge inspect` can read the archive meanwhile "
+            "(lock file {})",
+            archive.string(), holder.empty() ? "holder unknown" : holder, path.string());
+    }
+    Json note = {{"pid", ::getpid()},
+                 {"host", host_name()},
+                 {"since", static_cast<double>(std::time(nullptr))},
+                 {"kforge_version", KFORGE_VERSION}};
+    std::string text = note.dump() + "\n";
+    if (::ftruncate(fd, 0) != 0 ||
+        ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+        int saved = errno;
+        ::close(fd);
+        fail_runtime("{}: cannot write the writer lock {}: {}", archive.string(), path.string(),
+                     std::strerror(saved));
+    }
+    m_fd = fd;
+}
+
+WriterLock::~WriterLock()
+{
+    if (m_fd < 0)
+        return;
+    // No stale note for a later reader to misread; then closing releases the flock.
+    if (::ftruncate(m_fd, 0) != 0) {
+        // Harmless: the note is only trusted while the lock is held.
+    }
+    ::close(m_fd);
+}
+
+WriterLock::WriterLock(WriterLock&& other) noexcept : m_fd(other.m_fd)
+{
+    other.m_fd = -1;
+}
+
+WriterLock& WriterLock::operator=(WriterLock&& other) noexcept
+{
+    if (this != &other) {
+        if (m_fd >= 0)
+            ::close(m_fd);
+        m_fd = other.m_fd;
+        other.m_fd = -1;
+    }
+    return *this;
+}
+
+} // namespace kforge

@@ -1,0 +1,322 @@
+// `kforge export ARCHIVE (--best | --candidate ID) -o FILE`: one candidate as a standalone .cu.
+//
+// The file carries its provenance in a header comment (task and hash, versions, device, verdict,
+// fitness, params, per-shape medians beside the reference's, and the launch plan resolved for every
+// bench shape against the task snapshot stored in the run), then the measured params as guarded
+// #defines, the toolkit headers that stand in for kforge's NVRTC prelude, and the candidate source
+// with __device__ added where NVRTC's -default-device made it implicit. `nvcc -c` compiles it as
+// is.
+#include <ctime>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "archive/archive.hpp"
+#include "archive/run_task.hpp"
+#include "cli/app.hpp"
+#include "cli/export_source.hpp"
+#include "cli/table.hpp"
+#include "core/plan_check.hpp"
+#include "core/source.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "util/text.hpp"
+
+#ifndef KFORGE_VERSION
+#define KFORGE_VERSION "0.0.0"
+#endif
+
+namespace kforge {
+namespace {
+
+using Align = TextTable::Align;
+
+struct ExportOptions
+{
+    std::string archive_path;
+    bool best = false;
+    std::optional<int64_t> candidate_id;
+    std::string output;
+};
+
+// Every line prefixed with "// " (blank lines with "//").
+std::string as_comment(const std::string& text)
+{
+    std::string out;
+    for (const auto& line : split(text, '\n'))
+        out += line.empty() ? "//\n" : "// " + line + "\n";
+    return out;
+}
+
+std::string shape_labels(const std::vector<Shape>& shapes)
+{
+    std::vector<std::string> labels;
+    for (const auto& shape : shapes)
+        labels.push_back(shape.label);
+    return labels.empty() ? "none" : join(labels, "; ");
+}
+
+std::string describe_arg(const ResolvedArg& arg)
+{
+    switch (arg.kind) {
+    case ResolvedArg::Kind::tensor:
+        return fmt::format("{} ({} tensor)", arg.name, dtype_cuda_name(arg.dtype));
+    case ResolvedArg::Kind::scratch:
+        return fmt::format("{} (scratch)", arg.name);
+    case ResolvedArg::Kind::scalar:
+        break;
+    }
+    if (dtype_is_float(arg.dtype))
+        return fmt::format("{} = {} ({})", arg.name, arg.real_value, dtype_cuda_name(arg.dtype));
+    return fmt::format("{} = {} ({})", arg.name, arg.int_value, dtype_cuda_name(arg.dtype));
+}
+
+// The plan a candidate runs with: its own kforge:plan block, or the task's default plan.
+Plan candidate_plan(const Task& task, const std::string& source)
+{
+    if (auto json = extract_plan_json(source))
+        return parse_plan(*json, "plan");
+    if (task.default_plan)
+        return *task.default_plan;
+    throw PlanError("the source has no kforge:plan block and the task has no default_plan");
+}
+
+std::string launch_plan_text(const Task& task, const Candidate& candidate, const ParamPoint& point)
+{
+    std::string out =
+        "launch plan resolved for each bench shape (kforge's host side makes these launches; this "
+        "file holds the device code)\n";
+    try {
+        Plan plan = candidate_plan(task, candidate.source);
+        validate_plan(task, plan, find_kernel_names(candidate.source));
+        for (const auto& shape : task.bench) {
+            ResolvedPlan resolved = resolve_plan(task, plan, shape, point);
+            out += fmt::format("  {}\n", shape.label);
+            for (const auto& launch : resolved.launches) {
+                std::vector<std::string> args;
+                for (const auto& arg : launch.args)
+                    args.push_back(describe_arg(arg));
+                out += fmt::format(
+                    "    {}  grid ({}, {}, {})  block ({}, {}, {})  smem {} B\n      args: {}\n",
+                    launch.kernel, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
+                    launch.block[1], launch.block[2], launch.smem, join(args, ", "));
+            }
+            for (const auto& scratch : resolved.scratch)
+                out += fmt::format("    scratch {}: {} bytes\n", scratch.name, scratch.bytes);
+        }
+    } catch (const PlanError& e) {
+        out += fmt::format("  cannot be resolved: {}\n", e.what());
+    }
+    return out;
+}
+
+// The candidate's timing of one (set, shape), a confirmed one preferred over a quick screen.
+const Measurement* pick(const std::vector<Measurement>& list, const std::string& subject,
+                        const Measurement& like)
+{
+    const Measurement* found = nullptr;
+    for (const auto& m : list)
+        if (m.subject == subject && m.shape_set == like.shape_set &&
+            m.shape_label == like.shape_label && (!found || m.confirmed || !found->confirmed))
+            found = &m;
+    return found;
+}
+
+std::string timing_text(const Candidate& candidate, const std::vector<Measurement>& baselines)
+{
+    TextTable table({{"set"},
+                     {"shape"},
+                     {"candidate", Align::right},
+                     {"reference", Align::right},
+                     {"speedup", Align::right},
+                     {"candidate IQR", Align::right},
+                     {"samples", Align::right},
+                     {"confirmed"}});
+    const auto& measured = candidate.evaluation.measurements;
+    for (const auto& m : measured) {
+        if (m.subject != "candidate" || pick(measured, "candidate", m) != &m)
+            continue;
+        // The reference timed beside this candidate, else the run's baseline.
+        const Measurement* reference = pick(measured, "reference", m);
+        if (!reference)
+            reference = pick(baselines, "reference", m);
+        table.add_row(
+            {m.shape_set, m.shape_label, format_duration_ns(m.median_ns),
+             reference ? format_duration_ns(reference->median_ns) : "-",
+             reference && m.median_ns > 0
+                 ? fmt::format("{:.2f}x", reference->median_ns / m.median_ns)
+                 : "-",
+             fmt::format("{} - {}", format_duration_ns(m.q1_ns), format_duration_ns(m.q3_ns)),
+             std::to_string(m.samples), m.confirmed ? "yes" : "no (quick screen)"});
+    }
+    return "median times (the candidate and the task's reference kernel on the run's device)\n" +
+           (table.empty() ? "  none: this candidate was never timed\n" : table.render());
+}
+
+std::string device_text(const RunInfo& run)
+{
+    std::string name = run.device.value("name", std::string("an unrecorded device"));
+    std::string driver = run.device.value("driver_version", std::string("unrecorded"));
+    return fmt::format("{}, driver {}, CUDA toolkit {}, by kforge {}", name, driver,
+                       run.toolkit_version.empty() ? "unrecorded" : run.toolkit_version,
+                       run.kforge_version);
+}
+
+// What the export needs beside the candidate, gathered once.
+struct ExportParts
+{
+    RunInfo run;
+    std::optional<Task> task; // rebuilt from the run's snapshot
+    std::string task_problem; // why `task` is missing
+    ParamPoint point;         // the params the file defines
+    std::string params_note;
+    DeviceAnnotation nvcc;
+};
+
+ExportParts gather_parts(const Archive& archive, const Candidate& candidate)
+{
+    ExportParts parts;
+    parts.run = archive.run_info();
+    try {
+        parts.task = load_run_task(parts.run, archive.path().string());
+    } catch (const Error& e) {
+        parts.task_problem = e.what();
+        log_warn("{}", e.what());
+    }
+    // The params the times were measured with; a candidate never timed gets its plan's first point.
+    parts.point = candidate.evaluation.best_params;
+    parts.params_note = "the point the times below were measured with; override with -DNAME=value";
+    if (parts.point.empty() && parts.task) {
+        try {
+            auto points = enumerate_param_points(candidate_plan(*parts.task, candidate.source), 1);
+            if (!points.front().empty()) {
+                parts.point = points.front();
+                parts.params_note = "none were measured; this is the plan's first point";
+            }
+        } catch (const PlanError&) {
+            // The launch plan section reports the plan's problem.
+        }
+    }
+    parts.nvcc = annotate_default_device(candidate.source);
+    return parts;
+}
+
+std::string header_text(const Archive& archive, const Candidate& candidate,
+                        const ExportParts& parts)
+{
+    const RunInfo& run = parts.run;
+    const Evaluation& eval = candidate.evaluation;
+    std::string fitness = eval.fitness ? fmt::format(", fitness {:.3f}x (geometric mean over bench "
+                                                     "shapes of reference time / candidate time)",
+                                                     *eval.fitness)
+                                       : "";
+    std::string parent = candidate.parent_id ? fmt::format("#{}", *candidate.parent_id) : "none";
+    std::string params = parts.point.empty() ? "none" : describe_param_point(parts.point);
+
+    std::string out = fmt::format("kforge export of candidate #{} from run {} ({})\n\n",
+                                  candidate.id, run.run_id, archive.path().filename().string());
+    out += fmt::format("  task         {}, spec hash {}\n", run.task_name, run.task_hash);
+    out += fmt::format("  verdict      {}{}\n", verdict_name(eval.verdict.kind), fitness);
+    if (!eval.verdict.is_correct())
+        out += fmt::format("  WARNING      this candidate is NOT correct: {}\n",
+                           first_line(eval.verdict.message, 200));
+    out +=
+        fmt::format("  origin       {}, parent {}, island {}, generation {}\n",
+                    origin_name(candidate.origin), parent, candidate.island, candidate.generation);
+    out += fmt::format("  measured on  {}\n", device_text(run));
+    out += fmt::format("  exported by  kforge {} on {}\n", KFORGE_VERSION,
+                       format_local_time(static_cast<double>(std::time(nullptr))));
+    out += fmt::format("  params       {} ({})\n\n", params, parts.params_note);
+    if (parts.task)
+        out += fmt::format("shapes\n  tests        {}\n  bench        {}\n  held out     {}\n\n",
+                           shape_labels(parts.task->tests), shape_labels(parts.task->bench),
+                           shape_labels(parts.task->held_out));
+    out += timing_text(candidate, archive.baselines()) + "\n";
+    if (parts.task)
+        out += launch_plan_text(*parts.task, candidate, parts.point);
+    else
+        out +=
+            fmt::format("launch plan: not available; the run's task snapshot does not load: {}\n",
+                        parts.task_problem);
+    out += "\ncompile with: nvcc -c -arch=sm_90a FILE\n";
+    if (!parts.nvcc.annotated.empty())
+        out +=
+            fmt::format("kforge compiles candidates with NVRTC -default-device, where code without "
+                        "an execution space\nis device code; for nvcc these are marked __device__: "
+                        "{}\n",
+                        join(parts.nvcc.annotated, ", "));
+    out += fmt::format("\ndevice facts recorded by the run: {}\n", run.device.dump());
+    return out;
+}
+
+std::string build_export(const Archive& archive, const Candidate& candidate)
+{
+    ExportParts parts = gather_parts(archive, candidate);
+    std::string out = as_comment(header_text(archive, candidate, parts)) + "\n";
+    for (const auto& [name, value] : parts.point)
+        out += fmt::format("#ifndef {0}\n#define {0} {1}\n#endif\n", name, value);
+    out += "\n// What kforge's NVRTC prelude gives candidates, from the toolkit's headers.\n";
+    out += nvcc_prelude();
+    out += fmt::format("\n// ---- candidate #{} ----\n", candidate.id) + parts.nvcc.source;
+    if (out.back() != '\n')
+        out += '\n';
+    return out;
+}
+
+int run_export(const ExportOptions& options)
+{
+    Archive archive = Archive::open(options.archive_path, OpenMode::read_only);
+    std::optional<Candidate> candidate;
+    if (options.best) {
+        candidate = archive.best_candidate();
+        if (!candidate)
+            fail_input("{}: no correct candidate yet ({} candidates stored); `kforge inspect` "
+                       "shows what failed",
+                       options.archive_path, archive.candidate_count());
+    } else {
+        candidate = archive.candidate(*options.candidate_id);
+        if (!candidate)
+            fail_input("{}: no candidate {} (the archive holds {})", options.archive_path,
+                       *options.candidate_id, archive.candidate_count());
+    }
+    if (!candidate->evaluation.verdict.is_correct())
+        log_warn("candidate #{} is not correct ({}); exporting it anyway", candidate->id,
+                 verdict_name(candidate->evaluation.verdict.kind));
+    std::string text = build_export(archive, *candidate);
+    if (options.output == "-") {
+        fmt::print("{}", text);
+        return k_exit_ok;
+    }
+    write_file_atomic(options.output, text);
+    log_info("wrote {}: candidate #{} ({}{})", options.output, candidate->id,
+             verdict_name(candidate->evaluation.verdict.kind),
+             candidate->evaluation.fitness
+                 ? fmt::format(", fitness {:.2f}x", *candidate->evaluation.fitness)
+                 : "");
+    return k_exit_ok;
+}
+
+} // namespace
+
+void add_export_command(CLI::App& app, CommandSlot& slot)
+{
+    auto options = std::make_shared<ExportOptions>();
+    auto candidate_id = std::make_shared<int64_t>(0);
+    auto* cmd = app.add_subcommand(
+        "export", "write one candidate as a standalone .cu file (nvcc compiles it as is)");
+    cmd->add_option("ARCHIVE", options->archive_path, "run archive (.kforge)")->required();
+    auto* best =
+        cmd->add_flag("--best", options->best, "the correct candidate with the highest fitness");
+    auto* id = cmd->add_option("--candidate", *candidate_id, "the candidate with this id");
+    best->excludes(id);
+    cmd->add_option("-o,--output", options->output, "file to write ('-' for stdout)")->required();
+    cmd->callback([options, candidate_id, best, id, &slot] {
+        if (best->count() + id->count() != 1)
+            throw CLI::ValidationError("export", "give one of --best or --candidate ID");
+        if (id->count() > 0)
+            options->candidate_id = *candidate_id;
+        slot = [options] { return run_export(*options); };
+    });
+}
+
+} // namespace kforge

@@ -1,0 +1,32 @@
+// `kforge inspect`: the report is built once as a JSON document (what --json prints) and the text
+// view is rendered from that document, so the two always carry the same content.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "archive/archive.hpp"
+#include "util/json_reader.hpp"
+
+namespace kforge {
+
+struct InspectOptions
+{
+    std::string archive_path;
+    size_t top = 10;                // rows of the top-candidates table
+    bool failures = false;          // also list recent failures
+    bool calls = false;             // also list LLM usage per model and recent calls
+    std::optional<int64_t> lineage; // also show this candidate's ancestry
+    size_t limit = 30;              // rows of the failure and call lists
+    bool json = false;
+};
+
+// The report on `archive` as one JSON document; see inspect_text.cpp for the sections. Throws
+// Error(bad_input) when --lineage names a candidate the archive does not hold.
+Json build_inspect_report(const Archive& archive, const InspectOptions& options);
+
+// The text view of a report from build_inspect_report().
+std::string render_inspect_text(const Json& report);
+
+} // namespace kforge
