@@ -31,6 +31,9 @@ struct EvalOptions {
     bool held_out = false;          // also verify on the task's held-out shapes
     bool profile = false;           // CUPTI range-profiler metrics (new elites and bests)
     std::optional<ParamPoint> only_params; // evaluate one param point instead of the sweep
+    // The source is built from the task's own reference (self-tests): the task's forbidden
+    // patterns bind candidates, not the task's code.
+    bool task_code = false;
 };
 
 struct EvalJob {
@@ -70,6 +73,7 @@ struct EvaluatorConfig {
     std::chrono::milliseconds compile_deadline{60000};
     std::chrono::milliseconds launch_deadline{10000}; // one plan run on one shape
     bool time_vendor_baselines = true;
+    std::string worker_executable;  // the kforge binary for workers; empty: this very binary
 };
 
 // Starts the compile pool and the GPU worker. Throws Error(runtime) with "no NVIDIA driver/GPU

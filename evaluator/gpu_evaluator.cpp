@@ -121,7 +121,7 @@ private:
 };
 
 GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config)
-    : m_task(task), m_config(config), m_worker("", "")
+    : m_task(task), m_config(config), m_worker(config.worker_executable, "")
 {
     if (task.spec_path.empty())
         fail_runtime("internal: the GPU evaluator needs a task loaded from a file");
@@ -154,6 +154,7 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config)
     pool.workers = config.compile_workers;
     pool.deadline = config.compile_deadline;
     pool.cache_dir = config.cache_dir.empty() ? std::filesystem::path() : config.cache_dir;
+    pool.worker_executable = config.worker_executable;
     m_pool = std::make_unique<CompilePool>(pool);
 
     const Json& setup_reply = m_worker.setup_reply();
@@ -269,7 +270,12 @@ Prepared GpuEvaluator::prepare(EvalJob job)
     for (const auto& launch : prepared.plan.launches)
         if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
             kernels.push_back(launch.kernel);
-    if (auto refused = screen_source(m_task, source, kernels)) {
+    Task unbound;
+    if (prepared.job.options.task_code) {
+        unbound = m_task;
+        unbound.forbid.clear();
+    }
+    if (auto refused = screen_source(prepared.job.options.task_code ? unbound : m_task, source, kernels)) {
         prepared.early_failure = *refused;
         return prepared;
     }

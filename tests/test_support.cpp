@@ -66,9 +66,19 @@ void require_gpu()
         FAIL("this [gpu] test ran without a GPU (" << why << "); run it through ctest or with the [gpu] tag");
 }
 
-std::filesystem::path source_dir() { return KFORGE_SOURCE_DIR; }
-std::filesystem::path fixtures_dir() { return KFORGE_FIXTURES_DIR; }
-std::filesystem::path kforge_binary() { return KFORGE_BINARY_PATH; }
+// The build bakes in absolute paths; KFORGE_TEST_SOURCE_DIR and KFORGE_TEST_BINARY override them
+// when the binaries run from another checkout (e.g. carried to a GPU machine).
+std::filesystem::path source_dir()
+{
+    const char* dir = std::getenv("KFORGE_TEST_SOURCE_DIR");
+    return dir && *dir ? dir : KFORGE_SOURCE_DIR;
+}
+std::filesystem::path fixtures_dir() { return source_dir() / "tests" / "fixtures"; }
+std::filesystem::path kforge_binary()
+{
+    const char* binary = std::getenv("KFORGE_TEST_BINARY");
+    return binary && *binary ? binary : KFORGE_BINARY_PATH;
+}
 
 TempDir::TempDir()
 {

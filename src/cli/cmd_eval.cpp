@@ -3,6 +3,7 @@
 // The full path runs the same evaluator the search uses, to the confirmation standard by default
 // (the numbers a user quotes), and prints the verdict with its message, a per-shape table against
 // the reference and the roofline, and the metrics. `--compile-only --arch sm_90a` needs no GPU.
+#include <array>
 #include <memory>
 
 #include <fmt/format.h>
@@ -152,7 +153,7 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
         if (m.subject != "candidate")
             continue;
         const Measurement* ref = nullptr;
-        for (const auto& candidates : {&evaluation.measurements, &baselines})
+        for (const std::vector<Measurement>* candidates : std::array<const std::vector<Measurement>*, 2>{&evaluation.measurements, &baselines})
             for (const auto& b : *candidates)
                 if (!ref && b.subject == "reference" && b.shape_label == m.shape_label)
                     ref = &b;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "cli/cmd_task_selftest.hpp"
 #include "core/task.hpp"
 #include "evaluator/compile.hpp"
 #include "util/error.hpp"
@@ -171,9 +172,23 @@ int run_task_check(const TaskCheckOptions& options)
         fmt::print("all {} compile(s) succeeded\n", jobs.size());
     else
         fmt::print("{} of {} compile(s) failed\n", failures, jobs.size());
-    fmt::print("GPU self-tests skipped (reference must pass; all-zeros, copy-of-input, perturbed and skipped-shape "
-               "candidates must fail): they need a GPU; run `kforge task check` on a machine with one\n");
-    return failures == 0 ? k_exit_ok : k_exit_negative;
+    if (failures > 0) {
+        fmt::print("GPU self-tests not run: fix the compile errors first\n");
+        return k_exit_negative;
+    }
+    std::fflush(stdout);
+    SelfTestOutcome self_tests = run_gpu_self_tests(task);
+    if (!self_tests.ran) {
+        fmt::print("GPU self-tests skipped (reference must pass; all-zeros, copy-of-input, perturbed and skipped-shape "
+                   "candidates must fail): {}; run `kforge task check` on a machine with a GPU\n",
+                   self_tests.skipped_reason);
+        return k_exit_ok;
+    }
+    fmt::print("GPU self-tests:\n{}", self_tests.table);
+    fmt::print("{}\n", self_tests.passed ? "self-tests passed: the reference is correct and every bad candidate is "
+                                           "rejected"
+                                         : "self-tests FAILED: the spec's checks cannot tell wrong from right");
+    return self_tests.passed ? k_exit_ok : k_exit_negative;
 }
 
 } // namespace

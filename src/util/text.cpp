@@ -97,7 +97,8 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
     size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
     for (const auto& candidate : candidates) {
         size_t d = edit_distance(to_lower(word), to_lower(candidate));
-        if (d < best_distance) {
+        // A suggestion must keep part of the word: 'K' is not a typo of 'M'.
+        if (d < best_distance && d < word.size()) {
             best_distance = d;
             best = candidate;
         }

@@ -158,7 +158,7 @@ TEST_CASE("replacing a plan block keeps the code and parses back", "[core][plan]
 
 TEST_CASE("kernel names and includes are read past comments, strings and attributes", "[core][source]")
 {
-    std::string source = R"(
+    std::string source = R"SRC(
 #include <cuda_fp16.h>
 #include "local.h"
 // #include <iostream>
@@ -167,7 +167,7 @@ const char* s = "__global__ void in_string()";
 extern "C" __global__ void __launch_bounds__(256, 2) first(float* y) {}
 extern "C" __global__
 void second(float* y) {}
-)";
+)SRC";
     CHECK(find_kernel_names(source) == std::vector<std::string>{"first", "second"});
     auto includes = find_includes(source);
     REQUIRE(includes.size() == 2);

@@ -38,6 +38,7 @@ TEST_CASE("bad softmax kernels get the right verdicts and the evaluation goes on
     Task task = load_task(test::source_dir() / "tasks" / "softmax_f32.json");
     test::TempDir cache;
     EvaluatorConfig config;
+    config.worker_executable = test::kforge_binary().string();
     config.cache_dir = cache.path();
     config.run_secret = 0x5eed;
     config.launch_deadline = std::chrono::milliseconds(3000);
@@ -100,6 +101,7 @@ TEST_CASE("repeated evaluations of one kernel agree within a few percent", "[gpu
     test::require_gpu();
     Task task = load_task(test::source_dir() / "tasks" / "softmax_f32.json");
     EvaluatorConfig config;
+    config.worker_executable = test::kforge_binary().string();
     auto evaluator = make_gpu_evaluator(task, config);
     std::vector<EvalJob> jobs;
     for (uint64_t i = 0; i < 4; ++i) {

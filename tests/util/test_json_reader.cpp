@@ -39,7 +39,7 @@ TEST_CASE("accessors report the JSON path and what they found", "[util][json]")
                Catch::Contains("args[0].shape[0]: expected an integer"));
 }
 
-TEST_CASE("unknown fields are refused with a suggestion", "[util][json]")
+TEST_CASE("allow_only refuses unknown keys and suggests the closest allowed one", "[util][json]")
 {
     Json doc = Json::parse(R"({"nmae": "x"})");
     JsonReader root(doc, "t.json");
