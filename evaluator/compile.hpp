@@ -114,6 +114,7 @@ size_t default_compile_workers();
 // disk cache when it holds the key; compile errors are cached, timeouts and crashes are not.
 // A compile past the deadline yields `timeout`; a worker that dies yields compile_error "the
 // compiler crashed (...)"; either way the worker is replaced and the pool keeps serving.
+// Destroy the pool only when no compile() is running; the destructor lets idle workers exit.
 class CompilePool
 {
 public:

@@ -71,17 +71,15 @@ size_t available_memory_bytes()
     return 0;
 }
 
-// An empty working directory that no one can add files to: NVRTC looks for quoted includes next to
-// the (nameless) candidate file, i.e. here.
-void enter_empty_directory()
+// NVRTC looks for a quoted include next to the including file, and the candidate has no folder:
+// the working directory stands in. compile_with_nvrtc rewrites the candidate's quoted includes to
+// angled ones, and the worker works in "/" besides, where no header names resolve. (Not in a
+// deleted temporary folder: NVRTC 13.0 reads past the end of its own buffer when getcwd fails,
+// which AddressSanitizer caught.)
+void enter_root_directory()
 {
-    std::string pattern = (std::filesystem::temp_directory_path() / "kforge-compile-XXXXXX").string();
-    if (char* dir = ::mkdtemp(pattern.data()); dir && ::chdir(dir) == 0) {
-        ::rmdir(dir);
-        return;
-    }
     if (::chdir("/") != 0)
-        log_warn("compile worker: cannot leave the working directory");
+        log_warn("compile worker: cannot change to the root directory");
 }
 
 // What a worker produced, and whether it may be cached: only what the compiler itself said; a
@@ -222,20 +220,18 @@ struct CompilePool::Impl {
         case ReceiveStatus::timeout:
             worker.kill();
             return lost(VerdictKind::timeout,
-                          fmt::format("the compile did not finish within {} and was stopped; very large unrolled loops "
-                                      "or deep template recursion make NVRTC slow",
-                                      describe_seconds(config.deadline)));
+                        fmt::format("the compile did not finish within {} and was stopped; very large unrolled loops "
+                                    "or deep template recursion make NVRTC slow",
+                                    describe_seconds(config.deadline)));
         case ReceiveStatus::closed:
             return crashed(worker, worker.exit_description());
         case ReceiveStatus::corrupt:
-            worker.kill();
             return crashed(worker, "its reply was unreadable");
         }
         Json json;
         try {
             json = from_frame(reply);
         } catch (const std::exception&) {
-            worker.kill();
             return crashed(worker, "its reply was unreadable");
         }
         if (auto it = json.find("internal_error"); it != json.end())
@@ -243,7 +239,6 @@ struct CompilePool::Impl {
         try {
             return {compile_result_from_json(json), true};
         } catch (const std::exception&) {
-            worker.kill();
             return crashed(worker, "its reply was unreadable");
         }
     }
@@ -252,9 +247,9 @@ struct CompilePool::Impl {
     {
         worker.kill();
         return lost(VerdictKind::compile_error,
-                      fmt::format("the compiler crashed ({}); this is usually an NVRTC bug triggered by the source: "
-                                  "rewrite the construct changed last",
-                                  how.empty() ? "no reason given" : how));
+                    fmt::format("the compiler crashed ({}); this is usually an NVRTC bug triggered by the source: "
+                                "rewrite the construct changed last",
+                                how.empty() ? "no reason given" : how));
     }
 };
 
@@ -302,7 +297,7 @@ int run_compile_worker()
 {
     ParentChannel channel = ParentChannel::adopt();
     std::signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group; the controller decides
-    enter_empty_directory();
+    enter_root_directory();
     const char* hooks = std::getenv(k_test_hooks_env);
     bool test_hooks = hooks && std::string_view(hooks) == "1";
     while (auto frame = channel.receive()) {

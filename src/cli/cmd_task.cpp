@@ -6,6 +6,7 @@
 // check (exit 1). The GPU self-tests (the reference must pass, the built-in bad candidates must
 // fail) need a GPU; without one the command says plainly that they did not run.
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <memory>
 #include <regex>
