@@ -38,12 +38,23 @@ const ArgSpec* find_cols_partner(const Task& task, const std::string& row_ptr_na
 
 void check_csr_links(const JsonReader& args, const Task& task)
 {
+    auto is_csr_input = [](const ArgSpec& arg, Generator::Dist dist) {
+        return arg.is_tensor && arg.intent != Intent::out && arg.gen.dist == dist;
+    };
+    // Column tensors first: a wrong `of` explains a row pointer without its partner.
     for (size_t i = 0; i < task.args.size(); ++i) {
         const ArgSpec& arg = task.args[i];
-        if (!arg.is_tensor || arg.intent == Intent::out)
+        if (!is_csr_input(arg, Generator::Dist::csr_cols))
             continue;
-        Generator::Dist dist = arg.gen.dist;
-        if (dist != Generator::Dist::csr && dist != Generator::Dist::csr_cols)
+        const ArgSpec* rows = task.find_arg(arg.gen.of);
+        if (!rows || !is_csr_input(*rows, Generator::Dist::csr))
+            args.at(i).at("gen").at("of").fail(
+                fmt::format("'{}' is not an input tensor with {{\"dist\": \"csr\"}}", arg.gen.of));
+    }
+    for (size_t i = 0; i < task.args.size(); ++i) {
+        const ArgSpec& arg = task.args[i];
+        bool rows = is_csr_input(arg, Generator::Dist::csr);
+        if (!rows && !is_csr_input(arg, Generator::Dist::csr_cols))
             continue;
         JsonReader entry = args.at(i);
         if (arg.intent != Intent::in)
@@ -51,24 +62,16 @@ void check_csr_links(const JsonReader& args, const Task& task)
                                                 arg.name));
         if (arg.shape.size() != 1)
             entry.at("shape").fail(fmt::format("a CSR {} tensor is one-dimensional, found {} dimensions",
-                                               dist == Generator::Dist::csr ? "row-pointer" : "column-index",
-                                               arg.shape.size()));
-        if (dist == Generator::Dist::csr) {
-            int partners = 0;
-            for (const auto& other : task.args)
-                partners += other.is_tensor && other.intent != Intent::out &&
-                            other.gen.dist == Generator::Dist::csr_cols && other.gen.of == arg.name;
-            if (partners != 1)
-                entry.at("gen").fail(fmt::format(
-                    "the CSR row pointers '{}' need exactly one column-index tensor with "
-                    "{{\"dist\": \"csr_cols\", \"of\": \"{}\"}}, found {}",
-                    arg.name, arg.name, partners));
+                                               rows ? "row-pointer" : "column-index", arg.shape.size()));
+        if (!rows)
             continue;
-        }
-        const ArgSpec* rows = task.find_arg(arg.gen.of);
-        if (!rows || !rows->is_tensor || rows->intent == Intent::out || rows->gen.dist != Generator::Dist::csr)
-            entry.at("gen").at("of").fail(fmt::format("'{}' is not an input tensor with {{\"dist\": \"csr\"}}",
-                                                      arg.gen.of));
+        int partners = 0;
+        for (const auto& other : task.args)
+            partners += is_csr_input(other, Generator::Dist::csr_cols) && other.gen.of == arg.name;
+        if (partners != 1)
+            entry.at("gen").fail(fmt::format("the CSR row pointers '{}' need exactly one column-index tensor with "
+                                             "{{\"dist\": \"csr_cols\", \"of\": \"{}\"}}, found {}",
+                                             arg.name, arg.name, partners));
     }
 }
 
