@@ -12,6 +12,7 @@
 
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
+#include "core/task_csr.hpp"
 #include "util/error.hpp"
 #include "util/hash.hpp"
 #include "util/text.hpp"
@@ -128,21 +129,64 @@ std::vector<std::string> order_derived(const std::map<std::string, std::pair<Exp
     return order;
 }
 
+// The CSR fields of a generator (see CsrSpec): only with their distribution, integer tensors only.
+void parse_csr_fields(const JsonReader& field, Generator& gen, const std::set<std::string>& symbols,
+                      DType dtype)
+{
+    bool is_csr = gen.dist == Generator::Dist::csr;
+    for (std::string_view key : {"cols", "sigma", "band", "group"})
+        if (!is_csr && field.has(key))
+            field.at(key).fail(fmt::format("'{}' applies to the 'csr' distribution only", key));
+    if (gen.dist != Generator::Dist::csr_cols && field.has("of"))
+        field.at("of").fail("'of' applies to the 'csr_cols' distribution only");
+    if (!is_csr && gen.dist != Generator::Dist::csr_cols)
+        return;
+    if (dtype != DType::i32 && dtype != DType::i64)
+        field.at("dist").fail(fmt::format("'{}' fills i32 or i64 tensors, found {}", dist_name(gen.dist),
+                                          dtype_name(dtype)));
+    if (field.has("plants"))
+        field.at("plants").fail("a CSR structure takes no plants");
+    if (!is_csr) {
+        gen.of = field.at("of").as_string();
+        return;
+    }
+    auto expr_field = [&](std::string_view key, std::string_view fallback, bool integer) {
+        Expr expr = field.has(key) ? parse_expr(field.at(key)) : Expr::parse(fallback);
+        if (field.has(key)) {
+            if (integer)
+                require_integer_expr(field.at(key), expr);
+            require_names(field.at(key), expr, symbols, "symbol");
+        }
+        return expr;
+    };
+    CsrSpec csr;
+    csr.cols = parse_expr(field.at("cols"));
+    require_integer_expr(field.at("cols"), csr.cols);
+    require_names(field.at("cols"), csr.cols, symbols, "symbol");
+    csr.sigma = expr_field("sigma", "0", false);
+    csr.band = field.has("band") ? expr_field("band", "", true) : csr.cols;
+    csr.group = expr_field("group", "4096", true);
+    gen.csr = std::move(csr);
+}
+
 Generator parse_generator(const JsonReader& field, const std::set<std::string>& symbols, DType dtype)
 {
     Generator gen;
-    field.allow_only({"dist", "low", "high", "mean", "std", "value", "hot_fraction", "plants"});
+    field.allow_only({"dist", "low", "high", "mean", "std", "value", "hot_fraction", "plants", "cols",
+                      "sigma", "band", "group", "of"});
     std::string dist = field.at("dist").as_string();
     static const std::vector<std::pair<std::string, Generator::Dist>> k_dists = {
         {"uniform", Generator::Dist::uniform}, {"normal", Generator::Dist::normal},
         {"randint", Generator::Dist::randint}, {"bytes", Generator::Dist::bytes},
-        {"const", Generator::Dist::constant},  {"arange", Generator::Dist::arange}};
+        {"const", Generator::Dist::constant},  {"arange", Generator::Dist::arange},
+        {"csr", Generator::Dist::csr},         {"csr_cols", Generator::Dist::csr_cols}};
     auto it = std::find_if(k_dists.begin(), k_dists.end(), [&](auto& d) { return d.first == dist; });
     if (it == k_dists.end())
         field.at("dist").fail(fmt::format("unknown distribution '{}' (known: uniform, normal, randint, "
-                                          "bytes, const, arange)",
+                                          "bytes, const, arange, csr, csr_cols)",
                                           dist));
     gen.dist = it->second;
+    parse_csr_fields(field, gen, symbols, dtype);
     gen.low = field.get_number("low", gen.dist == Generator::Dist::randint ? 0 : -1);
     gen.high = field.get_number("high", gen.dist == Generator::Dist::randint ? 100 : 1);
     gen.mean = field.get_number("mean", 0);
@@ -359,6 +403,8 @@ std::string_view dist_name(Generator::Dist dist)
     case Generator::Dist::bytes: return "bytes";
     case Generator::Dist::constant: return "const";
     case Generator::Dist::arange: return "arange";
+    case Generator::Dist::csr: return "csr";
+    case Generator::Dist::csr_cols: return "csr_cols";
     }
     return "uniform";
 }
@@ -433,6 +479,8 @@ std::string check_shape(const Task& task, const Shape& shape)
             }
             task.element_count(arg, shape);
         }
+        if (std::string problem = check_csr_shape(task, shape); !problem.empty())
+            return problem;
     } catch (const ExprError& e) {
         return e.what();
     }
@@ -520,6 +568,7 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
                                   [](const ArgSpec& a) { return a.is_tensor && a.intent != Intent::in; });
     if (!has_output)
         args.fail("a task needs at least one out or inout tensor");
+    check_csr_links(args, task);
 
     // Derived symbols: shapes bind free symbols; derived values are computed into each shape.
     auto bind_derived = [&](std::vector<Shape>& shapes, const JsonReader& field) {

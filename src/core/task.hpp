@@ -42,16 +42,44 @@ struct Plant {
     double value = 0;
 };
 
+// A sparse matrix in CSR form, built by two generators together: `csr` on the row-pointer tensor
+// (R+1 integers) and `csr_cols` on the column-index tensor (NNZ integers, `of` naming the row-pointer
+// argument). R is the row pointer's element count minus one and NNZ the column tensor's element
+// count, so every size is known from the shape alone. The value tensor is an ordinary input (any
+// distribution) of NNZ elements. Exact semantics (tasks/README.md, "CSR matrices"), with
+// W = min(band, cols), U64(t, i) the 64-bit random word and Z(t, i) the standard normal deviate
+// that element i of tensor t draws under the shape's seed (the same ones `uniform`/`normal` use):
+//   1. Groups: G = max(1, min(group, floor((W - 1) * R / NNZ))). Group g holds rows
+//      [g*G, min(R, (g+1)*G)) = [s, e) and n_g = floor(NNZ*e/R) - floor(NNZ*s/R) nonzeros.
+//   2. Weights: w_r = 1 + floor(65536 * exp(min(sigma * Z(row_ptr, r), 16))), in IEEE double.
+//   3. Row pointers: row_ptr[s + j] = floor(NNZ*s/R) + floor(n_g * P_j / P_end), where P_j is the
+//      sum of the first j weights of the group (exact integer arithmetic, 128-bit intermediates);
+//      row_ptr[R] = NNZ. Hence every row has L_r <= n_g <= W nonzeros; rows may be empty.
+//   4. Columns: row r's window starts at lo_r = min(max(floor(r*C/R) - floor(W/2), 0), C - W).
+//      Its j-th nonzero (element k = row_ptr[r] + j of the column tensor) lies in stratum
+//      [a, b) = [floor(j*W/L_r), floor((j+1)*W/L_r)) of the window:
+//      col[k] = lo_r + a + U64(col, k) mod (b - a). Columns are sorted, unique, inside [0, C).
+// Per shape, load_task checks 1 <= ceil(NNZ/R) <= W, 0 <= sigma <= 8, and that NNZ and C - 1 fit
+// the tensors' integer types.
+struct CsrSpec {
+    Expr cols;                   // C: integer expression over the symbols
+    Expr sigma;                  // spread of the log row weights (real expression); 0: even rows
+    Expr band;                   // window width (integer); defaults to cols (the whole row)
+    Expr group;                  // most rows that share one group's nonzeros (integer); default 4096
+};
+
 // How an input tensor is filled. Values are a pure function of (seed, tensor, element index), so a
 // GPU generator and a host re-computation agree (see evaluator/).
 struct Generator {
-    enum class Dist { uniform, normal, randint, bytes, constant, arange };
+    enum class Dist { uniform, normal, randint, bytes, constant, arange, csr, csr_cols };
     Dist dist = Dist::uniform;
     double low = -1, high = 1;   // uniform, randint (inclusive low, exclusive high)
     double mean = 0, std = 1;    // normal
     double value = 0;            // constant
     std::optional<Expr> hot_fraction; // bytes: share of elements set to one hot value (real expr)
     std::vector<Plant> plants;
+    std::optional<CsrSpec> csr;  // csr: the matrix's parameters
+    std::string of;              // csr_cols: the argument holding the row pointers
 };
 std::string_view dist_name(Generator::Dist dist);
 
@@ -148,8 +176,22 @@ Task load_task(const std::filesystem::path& spec_path);
 Task parse_task(const std::string& spec_text, const std::string& file_label,
                 const std::filesystem::path& base_dir);
 
-// Checks one shape against symbol bounds and constraints; returns "" or the problem.
+// Checks one shape against symbol bounds and constraints (and CSR generators' requirements);
+// returns "" or the problem.
 std::string check_shape(const Task& task, const Shape& shape);
+
+// The sizes of a CSR matrix at one shape, as the generator semantics above define them.
+struct CsrSizes {
+    int64_t rows = 0;            // R
+    int64_t cols = 0;            // C
+    int64_t nnz = 0;             // NNZ
+    int64_t window = 0;          // W = min(band, cols)
+    int64_t group = 0;           // G, the rows per group actually used
+    double sigma = 0;
+};
+// Evaluates the CSR generator on `row_ptr_arg` (dist csr) at a shape. Throws ExprError when an
+// expression cannot be evaluated; the requirements are checked by check_shape.
+CsrSizes csr_sizes(const Task& task, const ArgSpec& row_ptr_arg, const Shape& shape);
 
 // The vendor baselines kforge knows how to time (the evaluator implements them).
 const std::vector<std::string>& known_vendor_baselines();

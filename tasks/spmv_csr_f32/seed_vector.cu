@@ -1,0 +1,28 @@
+// spmv_csr_f32 seed: "CSR vector", LANES consecutive threads per row (LANES divides 32): the lanes
+// stride through the row together (coalesced reads of col_idx and vals), then combine their
+// partial sums with shuffles inside their segment of the warp.
+/* kforge:plan
+{ "params": {"LANES": [2, 4, 8, 16, 32], "BLOCK": [128, 256]},
+  "launches": [{"kernel": "spmv_vector", "grid": ["ceil_div(R, BLOCK / LANES)"], "block": ["BLOCK"],
+                "args": ["row_ptr", "col_idx", "vals", "x", "y", "R"]}] }
+*/
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+spmv_vector(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, const float* __restrict__ vals,
+            const float* __restrict__ x, float* __restrict__ y, int R)
+{
+    const int lane = threadIdx.x % LANES;
+    const int r = blockIdx.x * (BLOCK / LANES) + threadIdx.x / LANES;
+    // Every lane of the warp takes part in the shuffles, so rows past the end compute an empty sum.
+    float sum = 0.0f;
+    if (r < R) {
+        const int end = row_ptr[r + 1];
+        for (int k = row_ptr[r] + lane; k < end; k += LANES)
+            sum = fmaf(vals[k], __ldg(&x[col_idx[k]]), sum);
+    }
+#pragma unroll
+    for (int offset = LANES / 2; offset > 0; offset >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (r < R && lane == 0)
+        y[r] = sum;
+}

@@ -1,0 +1,120 @@
+// CPU emulation of the CUDA subset the bundled kernels use. Force-included before a kernel file
+// compiled as C++. Blocks run one after another; the threads of a block are fibers scheduled by
+// the harness (emu_main.cpp), switching only at __syncthreads / warp operations. __shared__ becomes
+// `static`, which is right because only one block exists at a time.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <cfloat>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <type_traits>
+#include <utility>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+
+struct dim3 { unsigned x = 1, y = 1, z = 1; };
+extern "C" {
+extern dim3 emu_thread_idx, emu_block_idx, emu_block_dim, emu_grid_dim;
+void emu_block_barrier();
+// Posts `bits` for this lane, waits for every live lane of the warp, returns lane `src`'s bits
+// (or this lane's own when src is outside 0..31).
+uint64_t emu_warp_exchange(uint64_t bits, int src);
+void emu_warp_barrier();
+typedef void (*emu_invoker)(void* fn, void** args, int nargs, const char* kinds);
+void emu_register(const char* name, void* fn, emu_invoker invoker);
+}
+#define threadIdx emu_thread_idx
+#define blockIdx emu_block_idx
+#define blockDim emu_block_dim
+#define gridDim emu_grid_dim
+
+inline void __syncthreads() { emu_block_barrier(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_warp_barrier(); }
+inline unsigned emu_lane() { return (emu_thread_idx.x + emu_block_dim.x * (emu_thread_idx.y + emu_block_dim.y * emu_thread_idx.z)) & 31; }
+template <typename T> inline T emu_shfl(T v, int src)
+{
+    uint64_t bits = 0; std::memcpy(&bits, &v, sizeof(T));
+    uint64_t got = emu_warp_exchange(bits, src);
+    T out; std::memcpy(&out, &got, sizeof(T)); return out;
+}
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int mask) { return emu_shfl(v, (int)(emu_lane() ^ (unsigned)mask)); }
+template <typename T> inline T __shfl_up_sync(unsigned, T v, unsigned d) { int s = (int)emu_lane() - (int)d; return emu_shfl(v, s < 0 ? -1 : s); }
+template <typename T> inline T __shfl_down_sync(unsigned, T v, unsigned d) { int s = (int)emu_lane() + (int)d; return emu_shfl(v, s > 31 ? -1 : s); }
+template <typename T> inline T __ldg(const T* p) { return *p; }
+template <typename T> inline T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __expf(float x) { return std::exp(x); }
+using std::min; using std::max;
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+
+struct __nv_bfloat16 { uint16_t bits; };
+struct alignas(4) __nv_bfloat162 { __nv_bfloat16 x, y; };
+inline float __bfloat162float(__nv_bfloat16 h) { uint32_t u = (uint32_t)h.bits << 16; float f; std::memcpy(&f, &u, 4); return f; }
+inline __nv_bfloat16 __float2bfloat16_rn(float f)
+{
+    uint32_t u; std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return {(uint16_t)((u >> 16) | 0x40)};
+    return {(uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+inline float2 __bfloat1622float2(__nv_bfloat162 h) { return {__bfloat162float(h.x), __bfloat162float(h.y)}; }
+inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {__float2bfloat16_rn(a), __float2bfloat16_rn(b)}; }
+
+// WMMA: every lane holds the whole 16 x 16 tile (the API keeps the element mapping opaque).
+namespace nvcuda { namespace wmma {
+struct matrix_a {}; struct matrix_b {}; struct accumulator {}; struct row_major {}; struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment { float v[256]; };
+template <typename F> inline void fill_fragment(F& f, float x) { for (float& e : f.v) e = x; }
+inline float emu_to_float(__nv_bfloat16 h) { return __bfloat162float(h); }
+inline float emu_to_float(float x) { return x; }
+template <typename Use, typename T, typename L> inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L>& f, const T* p, unsigned ldm)
+{
+    for (int r = 0; r < 16; ++r) for (int c = 0; c < 16; ++c)   // f.v[r*16+c] is element (row r, col c) of the logical tile
+        f.v[r * 16 + c] = emu_to_float(std::is_same<L, col_major>::value ? p[c * ldm + r] : p[r * ldm + c]);
+}
+template <typename A, typename B, typename C>
+inline void mma_sync(C& d, const A& a, const B& b, const C& c)
+{
+    float out[256];
+    for (int i = 0; i < 16; ++i) for (int j = 0; j < 16; ++j) { float s = c.v[i * 16 + j]; for (int k = 0; k < 16; ++k) s = std::fmaf(a.v[i * 16 + k], b.v[k * 16 + j], s); out[i * 16 + j] = s; }
+    std::memcpy(d.v, out, sizeof out);
+}
+template <typename F> inline void store_matrix_sync(float* p, const F& f, unsigned ldm, layout_t layout)
+{
+    for (int r = 0; r < 16; ++r) for (int c = 0; c < 16; ++c) (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.v[r * 16 + c];
+}
+} }
+
+// Registration: the glue file names each kernel; the invoker unpacks type-erased arguments.
+namespace emu {
+template <typename T> inline T take(void* p) { T v; std::memcpy(&v, p, sizeof(T)); return v; }
+template <typename... A, size_t... I> inline void call(void (*f)(A...), void** args, std::index_sequence<I...>) { f(take<A>(args[I])...); }
+template <typename... A> void invoke(void* fn, void** args, int nargs, const char* kinds)
+{
+    // kinds: one char per argument from the plan ('p' pointer, or the scalar's byte size '1'..'8').
+    const char expect[] = {(std::is_pointer<A>::value ? 'p' : (char)('0' + sizeof(A)))..., 0};
+    if (nargs != (int)sizeof...(A) || std::strcmp(expect, kinds) != 0) {
+        fprintf(stderr, "argument mismatch: plan passes %d args '%s', kernel takes %zu '%s'\n", nargs, kinds, sizeof...(A), expect);
+        abort();
+    }
+    call(reinterpret_cast<void (*)(A...)>(fn), args, std::index_sequence_for<A...>{});
+}
+struct Registrar {
+    template <typename... A> Registrar(const char* name, void (*f)(A...)) { emu_register(name, (void*)f, &invoke<A...>); }
+};
+}

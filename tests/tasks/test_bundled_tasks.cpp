@@ -1,0 +1,249 @@
+// Invariants of the task suite bundled in tasks/: every spec loads, its shape lists do their jobs
+// (tiny and odd tests, large bench shapes that still fit a GPU, held-out shapes unlike the bench
+// ones and absent from the description), and every seed is a valid candidate at every shape and
+// param point.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include "core/plan_check.hpp"
+#include "core/source.hpp"
+#include "core/task.hpp"
+#include "test_support.hpp"
+
+using kforge::Task;
+
+namespace {
+
+const std::vector<Task>& bundled_tasks()
+{
+    static const std::vector<Task> tasks = [] {
+        std::vector<std::filesystem::path> specs;
+        for (const auto& entry : std::filesystem::directory_iterator(kforge::test::source_dir() / "tasks"))
+            if (entry.path().extension() == ".json")
+                specs.push_back(entry.path());
+        std::sort(specs.begin(), specs.end());
+        std::vector<Task> loaded;
+        for (const auto& spec : specs)
+            loaded.push_back(kforge::load_task(spec));
+        return loaded;
+    }();
+    return tasks;
+}
+
+std::vector<const kforge::KernelFile*> seeds_and_reference(const Task& task)
+{
+    std::vector<const kforge::KernelFile*> files{&task.reference};
+    for (const auto& seed : task.seeds)
+        files.push_back(&seed);
+    return files;
+}
+
+bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// Bytes of every tensor at a shape, plus a second copy of the outputs (the reference's).
+double footprint_bytes(const Task& task, const kforge::Shape& shape)
+{
+    double bytes = 0;
+    for (const auto& arg : task.args)
+        if (arg.is_tensor)
+            bytes += double(task.element_count(arg, shape)) * double(kforge::dtype_size(arg.dtype)) *
+                     (arg.intent == kforge::Intent::in ? 1 : 2);
+    return bytes;
+}
+
+} // namespace
+
+TEST_CASE("the bundled suite is the twelve starter tasks", "[tasks]")
+{
+    std::set<std::string> names;
+    for (const auto& task : bundled_tasks())
+        names.insert(task.name);
+    std::set<std::string> expected = {"axpy_f32",     "softmax_f32",   "layernorm_f32", "rmsnorm_bf16",
+                                      "reduce_sum_f32", "transpose_f32", "sgemm_f32",     "hgemm_bf16",
+                                      "spmv_csr_f32", "jacobi2d_f32",  "histogram_u8",  "scan_u32"};
+    CHECK(names == expected);
+}
+
+TEST_CASE("every bundled output is checked and every bundled task has seeds and a held-out shape", "[tasks]")
+{
+    for (const auto& task : bundled_tasks()) {
+        INFO(task.name);
+        for (const auto& arg : task.args)
+            if (arg.is_tensor && arg.intent != kforge::Intent::in)
+                CHECK(arg.check.has_value());
+        CHECK(!task.seeds.empty());
+        CHECK(task.seeds.size() <= 3);
+        CHECK(!task.held_out.empty());
+        CHECK(!task.description.empty());
+        CHECK(!task.tags.empty());
+    }
+}
+
+TEST_CASE("bundled tests include a tiny shape and an odd, non-power-of-two one", "[tasks]")
+{
+    for (const auto& task : bundled_tasks()) {
+        INFO(task.name);
+        bool tiny = false, odd = false, not_pow2 = false;
+        bool all_aligned = std::all_of(task.symbols.begin(), task.symbols.end(),
+                                       [](const kforge::SymbolSpec& s) { return s.multiple_of > 1; });
+        for (const auto& shape : task.tests) {
+            bool small = true;
+            for (const auto& arg : task.args)
+                if (arg.is_tensor)
+                    small = small && task.element_count(arg, shape) <= 1024;
+            tiny = tiny || small;
+            for (const auto& symbol : task.symbols) {
+                int64_t v = shape.sizes.at(symbol.name);
+                odd = odd || (v > 1 && v % 2 == 1);
+                not_pow2 = not_pow2 || !is_power_of_two(v);
+            }
+        }
+        CHECK(tiny);
+        CHECK(not_pow2);
+        if (!all_aligned)
+            CHECK(odd);
+    }
+}
+
+TEST_CASE("bundled bench shapes fill a GPU and fit in 8 GB with the reference's outputs", "[tasks]")
+{
+    for (const auto& task : bundled_tasks()) {
+        for (const auto& shape : task.bench) {
+            INFO(task.name << " " << shape.label);
+            kforge::ExprScope scope = task.scope_for(shape);
+            double bytes = task.roofline.bytes.eval_real(scope);
+            double flops = task.roofline.flops.eval_real(scope);
+            CHECK((bytes >= 1.3e8 || flops >= 1e11));
+            CHECK(footprint_bytes(task, shape) <= 8e9);
+        }
+        for (const auto& shape : task.held_out) {
+            INFO(task.name << " held out " << shape.label);
+            CHECK(footprint_bytes(task, shape) <= 8e9);
+        }
+    }
+}
+
+TEST_CASE("bundled held-out shapes differ from the bench ones, break powers of two and stay out of the description",
+          "[tasks]")
+{
+    for (const auto& task : bundled_tasks()) {
+        for (const auto& held : task.held_out) {
+            INFO(task.name << " " << held.label);
+            for (const auto& bench : task.bench)
+                CHECK(held.sizes != bench.sizes);
+            bool breaks = false;
+            for (const auto& symbol : task.symbols) {
+                int64_t v = held.sizes.at(symbol.name);
+                breaks = breaks || !is_power_of_two(v);
+                if (v >= 1000) {
+                    INFO("symbol " << symbol.name << " = " << v);
+                    CHECK(task.description.find(std::to_string(v)) == std::string::npos);
+                }
+            }
+            CHECK(breaks);
+        }
+    }
+}
+
+TEST_CASE("every bundled plant lies inside its tensor at every shape", "[tasks]")
+{
+    for (const auto& task : bundled_tasks()) {
+        for (const auto* list : {&task.tests, &task.bench, &task.held_out, &task.stress}) {
+            for (const auto& shape : *list) {
+                kforge::ExprScope scope = task.scope_for(shape);
+                for (const auto& arg : task.args) {
+                    for (const auto& plant : arg.gen.plants) {
+                        INFO(task.name << " " << shape.label << " " << arg.name << " plant at " << plant.at.text());
+                        int64_t at = plant.at.eval_int(scope);
+                        CHECK(at >= 0);
+                        CHECK(at < task.element_count(arg, shape));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("every bundled reference and seed resolves at every shape and param point", "[tasks]")
+{
+    for (const auto& task : bundled_tasks()) {
+        for (const auto* file : seeds_and_reference(task)) {
+            INFO(task.name << " " << file->path.filename().string());
+            size_t points = kforge::count_param_points(file->plan);
+            CHECK(points <= size_t(task.limits.max_param_points));
+            for (const auto& point : kforge::enumerate_param_points(file->plan, points)) {
+                for (const auto* list : {&task.tests, &task.bench, &task.held_out, &task.stress}) {
+                    for (const auto& shape : *list) {
+                        INFO(shape.label << " " << kforge::describe_param_point(point));
+                        CHECK_NOTHROW(kforge::resolve_plan(task, file->plan, shape, point));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("every bundled seed passes the candidate screen: extern C kernels, used params, toolkit includes, "
+          "no forbidden pattern",
+          "[tasks]")
+{
+    const std::set<std::string> toolkit = {"mma.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_pipeline.h",
+                                           "cooperative_groups.h"};
+    for (const auto& task : bundled_tasks()) {
+        for (const auto* file : seeds_and_reference(task)) {
+            INFO(task.name << " " << file->path.filename().string());
+            std::string code = kforge::strip_comments_and_strings(file->source);
+            // The kernel is declared extern "C" __global__ (launch bounds and return type in between).
+            std::string declarations =
+                std::regex_replace(file->source, std::regex("__launch_bounds__\\s*\\([^)]*\\)"), " ");
+            for (const auto& launch : file->plan.launches) {
+                std::regex declared("extern \"C\"\\s+__global__[\\w\\s]*\\b" + launch.kernel + "\\s*\\(");
+                CHECK(std::regex_search(declarations, declared));
+            }
+            for (const auto& [param, values] : file->plan.params) {
+                INFO("param " << param);
+                CHECK(std::regex_search(code, std::regex("\\b" + param + "\\b")));
+            }
+            for (const auto& include : kforge::find_includes(file->source)) {
+                INFO("include " << include.path);
+                CHECK(include.angled);
+                CHECK(toolkit.count(include.path) == 1);
+            }
+            if (file == &task.reference)
+                continue;
+            for (const auto& rule : task.forbid) {
+                INFO("forbidden " << rule.regex);
+                CHECK_FALSE(std::regex_search(code, std::regex(rule.regex)));
+            }
+        }
+    }
+}
+
+TEST_CASE("the sgemm task forbids tensor-core and TF32 sources that its tolerance also rejects", "[tasks]")
+{
+    const Task* sgemm = nullptr;
+    for (const auto& task : bundled_tasks())
+        if (task.name == "sgemm_f32")
+            sgemm = &task;
+    REQUIRE(sgemm);
+    auto forbidden = [&](const std::string& source) {
+        std::string code = kforge::strip_comments_and_strings(source);
+        return std::any_of(sgemm->forbid.begin(), sgemm->forbid.end(), [&](const kforge::ForbiddenPattern& rule) {
+            return std::regex_search(code, std::regex(rule.regex));
+        });
+    };
+    CHECK(forbidden("#include <mma.h>\nusing namespace nvcuda;"));
+    CHECK(forbidden("wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;"));
+    CHECK(forbidden("float t = __float_to_tf32(x);"));
+    CHECK(forbidden("asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ...\");"));
+    CHECK_FALSE(forbidden("acc = fmaf(a, b, acc); // no mma here"));
+    // The tolerance: atol = 3e-5 * sqrt(K) with rtol 0 (tasks/README.md gives the arithmetic).
+    kforge::ExprScope scope = sgemm->scope_for(sgemm->bench[0]);
+    const auto& check = *sgemm->find_arg("C")->check;
+    CHECK(check.atol.eval_real(scope) == Approx(3e-5 * std::sqrt(4096.0)));
+    CHECK(check.rtol.eval_real(scope) == 0);
+}
