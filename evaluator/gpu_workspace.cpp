@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "evaluator/csr_generate.hpp"
 #include "util/error.hpp"
 #include "util/hash.hpp"
 #include "util/rng.hpp"
@@ -44,6 +45,9 @@ KfGenParams generator_params(const Generator& gen, DType dtype, uint64_t seed, u
     case Generator::Dist::arange:
         p.dist = KF_ARANGE;
         break;
+    case Generator::Dist::csr:
+    case Generator::Dist::csr_cols:
+        break; // structured: generated on the host (csr_generate.hpp)
     }
     return p;
 }
@@ -126,6 +130,7 @@ void Workspace::clear()
 {
     m_tensors.clear();
     m_references.clear();
+    m_csr_cache.clear();
     m_shape = nullptr;
     m_trial = -1;
 }
@@ -160,6 +165,13 @@ void Workspace::generate_inputs(const Shape& shape, int trial)
         if (arg.intent == Intent::out)
             continue;
         CUdeviceptr target = arg.intent == Intent::inout ? data.pristine.get() : data.buffer.ptr();
+        if (arg.gen.dist == Generator::Dist::csr || arg.gen.dist == Generator::Dist::csr_cols) {
+            const DeviceMemory& cached = csr_tensor(shape, trial, arg);
+            KF_CU_CHECK(cu.cuMemcpyDtoDAsync(target, cached.get(), data.bytes, m_context.stream()));
+            KF_CU_CHECK(cu.cuStreamSynchronize(m_context.stream()));
+            data.input_checksum = m_kernels.checksum(target, data.bytes);
+            continue;
+        }
         m_kernels.generate(target, data.count, generator_params(arg.gen, arg.dtype, seed, hash64(name), scope));
         // Planted values sit at fixed indices so dropped tails and skipped maxima show.
         for (const auto& plant : arg.gen.plants) {
@@ -178,6 +190,41 @@ void Workspace::generate_inputs(const Shape& shape, int trial)
     }
     m_shape = &shape;
     m_trial = trial;
+}
+
+const DeviceMemory& Workspace::csr_tensor(const Shape& shape, int trial, const ArgSpec& arg)
+{
+    std::string key = fmt::format("{}#{}#{}", shape.label, trial, arg.name);
+    if (auto it = m_csr_cache.find(key); it != m_csr_cache.end())
+        return it->second;
+    // Both tensors of the matrix are built together, from the row-pointer argument's spec.
+    const ArgSpec* rows = arg.gen.dist == Generator::Dist::csr ? &arg : m_task.find_arg(arg.gen.of);
+    const ArgSpec* cols = nullptr;
+    for (const auto& other : m_task.args)
+        if (other.gen.dist == Generator::Dist::csr_cols && other.gen.of == rows->name)
+            cols = &other;
+    if (!rows || !cols)
+        fail_runtime("internal: CSR arguments of task '{}' are not linked", m_task.name);
+    uint64_t seed = input_seed(shape, trial);
+    CsrMatrix matrix = generate_csr(csr_sizes(m_task, *rows, shape), seed, hash64(rows->name), hash64(cols->name));
+    auto upload = [&](const ArgSpec& target, const std::vector<int64_t>& values) {
+        size_t width = dtype_size(target.dtype);
+        std::vector<unsigned char> bytes(values.size() * width);
+        for (size_t i = 0; i < values.size(); ++i) {
+            if (width == 4) {
+                auto v = static_cast<int32_t>(values[i]);
+                std::memcpy(&bytes[i * 4], &v, 4);
+            } else {
+                std::memcpy(&bytes[i * 8], &values[i], 8);
+            }
+        }
+        DeviceMemory memory(bytes.size());
+        KF_CU_CHECK(driver().cuMemcpyHtoD(memory.get(), bytes.data(), bytes.size()));
+        m_csr_cache[fmt::format("{}#{}#{}", shape.label, trial, target.name)] = std::move(memory);
+    };
+    upload(*rows, matrix.row_ptr);
+    upload(*cols, matrix.cols);
+    return m_csr_cache.at(key);
 }
 
 void Workspace::run_reference(const Shape& shape, int trial)

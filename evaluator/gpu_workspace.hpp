@@ -89,6 +89,8 @@ private:
     void allocate(const Shape& shape);
     void generate_inputs(const Shape& shape, int trial);
     void run_reference(const Shape& shape, int trial);
+    // The generated contents of a CSR tensor at (shape, trial), built once and kept on the device.
+    const DeviceMemory& csr_tensor(const Shape& shape, int trial, const ArgSpec& arg);
 
     const Task& m_task;
     const GpuContext& m_context;
@@ -102,6 +104,7 @@ private:
     int m_trial = -1;
     std::map<std::string, TensorData, std::less<>> m_tensors;
     std::map<std::string, ReferenceOutputs, std::less<>> m_references; // key: shape label + trial
+    std::map<std::string, DeviceMemory, std::less<>> m_csr_cache;      // key: shape label + trial + arg
 };
 
 // Bytes of one element of `type` holding `value`.
