@@ -39,6 +39,7 @@ int run_cli(int argc, char** argv)
 
     CommandSlot slot;
     add_task_command(app, slot);
+    add_propose_command(app, slot);
 
     try {
         app.parse(argc, argv);

@@ -16,5 +16,6 @@ using CommandSlot = std::function<int()>;
 int run_cli(int argc, char** argv);
 
 void add_task_command(CLI::App& app, CommandSlot& slot);
+void add_propose_command(CLI::App& app, CommandSlot& slot);
 
 } // namespace kforge
