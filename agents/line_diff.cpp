@@ -55,12 +55,12 @@ void diff_middle(const std::vector<std::string>& a, const std::vector<std::strin
             ops.push_back({' ', a0 + i, b0 + j});
             ++i;
             ++j;
-        } else if (j < m && (i == n || at(i, j + 1) >= at(i + 1, j))) {
-            ops.push_back({'+', a0 + i, b0 + j});
-            ++j;
-        } else {
+        } else if (i < n && (j == m || at(i + 1, j) >= at(i, j + 1))) {
             ops.push_back({'-', a0 + i, b0 + j});
             ++i;
+        } else {
+            ops.push_back({'+', a0 + i, b0 + j});
+            ++j;
         }
     }
 }

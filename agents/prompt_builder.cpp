@@ -42,13 +42,13 @@ std::string render_inspirations(const PromptLibrary& library, const std::vector<
     std::vector<std::string> parts;
     for (size_t i = 0; i < inspirations.size(); ++i) {
         const CandidateView& view = inspirations[i];
-        parts.push_back(library.render(PromptId::section_inspiration,
+        parts.push_back(trim(library.render(PromptId::section_inspiration,
                                        {{"index", std::to_string(i + 1)},
                                         {"source", view.source},
                                         {"status", describe_status(view)},
                                         {"times", describe_times(view.times)},
                                         {"descriptors", describe_descriptors(view.descriptors)},
-                                        {"note", view.note}}));
+                                        {"note", view.note}})));
     }
     return join(parts, "\n\n");
 }

@@ -162,28 +162,44 @@ const WireFormat& anthropic_wire()
     return k_wire;
 }
 
-std::string describe_error_body(const std::string& body)
+namespace {
+
+std::string one_line(std::string text, size_t max_chars)
 {
-    Json json = Json::parse(body, nullptr, false);
-    if (json.is_object()) {
-        const Json* error = json.contains("error") ? &json["error"] : &json;
-        if (error->is_string())
-            return error->get<std::string>();
-        if (error->is_object() && error->contains("message") && (*error)["message"].is_string()) {
-            std::string text = (*error)["message"].get<std::string>();
-            for (const char* key : {"code", "type"})
-                if (error->contains(key) && (*error)[key].is_string())
-                    return fmt::format("{} ({})", text, (*error)[key].get<std::string>());
-            return text;
-        }
-        if (json.contains("detail") && json["detail"].is_string())
-            return json["detail"].get<std::string>();
-    }
-    std::string excerpt = trim(body.substr(0, 300));
-    for (char& c : excerpt)
+    text = trim(text.substr(0, max_chars));
+    for (char& c : text)
         if (static_cast<unsigned char>(c) < 32)
             c = ' ';
-    return excerpt.empty() ? "(empty body)" : excerpt;
+    return text;
+}
+
+std::string error_message(const std::string& body)
+{
+    Json json = Json::parse(body, nullptr, false);
+    if (!json.is_object())
+        return "";
+    const Json* error = json.contains("error") ? &json["error"] : &json;
+    if (error->is_string())
+        return error->get<std::string>();
+    if (error->is_object() && error->contains("message") && (*error)["message"].is_string()) {
+        std::string text = (*error)["message"].get<std::string>();
+        for (const char* key : {"code", "type"})
+            if (error->contains(key) && (*error)[key].is_string())
+                return fmt::format("{} ({})", text, (*error)[key].get<std::string>());
+        return text;
+    }
+    if (json.contains("detail") && json["detail"].is_string())
+        return json["detail"].get<std::string>();
+    return "";
+}
+
+} // namespace
+
+std::string describe_error_body(const std::string& body)
+{
+    std::string message = error_message(body);
+    std::string text = one_line(message.empty() ? body : message, 500);
+    return text.empty() ? "(empty body)" : text;
 }
 
 bool is_context_length_error(const std::string& body)
