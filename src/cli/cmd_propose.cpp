@@ -18,6 +18,7 @@
 #include "cli/app.hpp"
 #include "core/task.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 
@@ -129,6 +130,8 @@ int run_propose(const ProposeOptions& options)
     std::unique_ptr<Proposer> proposer = make_proposer(specs, settings, library);
     Rng rng(options.seed);
     Proposal proposal = proposer->propose(context, rng);
+    if (interrupt_requested())
+        fail(ErrorKind::interrupted, "interrupted");
 
     for (const auto& call : proposal.calls)
         log_info("{}", describe_call(call));

@@ -5,6 +5,12 @@
 
 namespace kforge::test {
 
+const PromptLibrary& shipped_prompts()
+{
+    static const PromptLibrary library = PromptLibrary::load({source_dir() / "prompts"});
+    return library;
+}
+
 const Task& rowscale_task()
 {
     static const Task task = load_task(fixtures_dir() / "prompts" / "rowscale" / "rowscale_f32.json");

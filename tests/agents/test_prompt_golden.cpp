@@ -19,12 +19,6 @@ using namespace kforge::test;
 
 namespace {
 
-const PromptLibrary& library()
-{
-    static const PromptLibrary lib = PromptLibrary::load({source_dir() / "prompts"});
-    return lib;
-}
-
 void check_golden(const std::string& name, const std::string& system, const std::string& user)
 {
     std::string rendered = system + "\n===== user =====\n" + user;
@@ -81,7 +75,7 @@ struct CapturingProvider {
 TEST_CASE("golden: a first proposal without parent or GPU facts", "[agents][golden]")
 {
     ProposalContext context{rowscale_task()};
-    Prompt prompt = build_proposal_prompt(library(), context, PromptTrim::full);
+    Prompt prompt = build_proposal_prompt(shipped_prompts(), context, PromptTrim::full);
     check_golden("propose_new", prompt.system, prompt.user);
 }
 
@@ -89,7 +83,7 @@ TEST_CASE("golden: improving a parent with SEARCH/REPLACE edits, with every sect
 {
     ProposalContext context = full_context();
     context.edit_form = EditForm::search_replace;
-    Prompt prompt = build_proposal_prompt(library(), context, PromptTrim::full);
+    Prompt prompt = build_proposal_prompt(shipped_prompts(), context, PromptTrim::full);
     check_golden("propose_improve_diff", prompt.system, prompt.user);
 }
 
@@ -103,7 +97,7 @@ TEST_CASE("golden: repairing a candidate that did not compile", "[agents][golden
     failed.metrics = Json::object();
     context.parent = failed;
     context.round = RoundKind::repair;
-    Prompt prompt = build_proposal_prompt(library(), context, PromptTrim::full);
+    Prompt prompt = build_proposal_prompt(shipped_prompts(), context, PromptTrim::full);
     check_golden("propose_repair", prompt.system, prompt.user);
 }
 
@@ -112,7 +106,7 @@ TEST_CASE("golden: rewriting an island's strategy note", "[agents][golden]")
     CapturingProvider capture("```text\nUse float4 loads.\n```");
     MetaPrompt current{0, 1, "Try bigger blocks.", 3, 20, 1, true, 0};
     MetaPrompt other{0, 2, "Use warp shuffles for reductions and vector loads.", 5, 30, 6, true, 0};
-    MetaPromptResult result = rewrite_meta_prompt(capture.provider, library(), {rowscale_task(), current, {current, other}, 800});
+    MetaPromptResult result = rewrite_meta_prompt(capture.provider, shipped_prompts(), {rowscale_task(), current, {current, other}, 800});
     REQUIRE(result.text);
     REQUIRE(capture.seen.size() == 1);
     auto prompt = recorded_prompt(capture.seen[0]);
@@ -130,7 +124,7 @@ TEST_CASE("golden: distilling a lesson from a parent and child", "[agents][golde
     child.times = {{"M=4096,N=4096", 98000, 216000}, {"M=1,N=1048576", 8000, 15000}};
     child.metrics = Json{{"dram_throughput_pct", 88.0}, {"registers", 24}, {"achieved_occupancy", 0.80}};
     child.note = "eight elements per thread";
-    LessonResult result = distil_lesson(capture.provider, library(), {rowscale_task(), sample_parent(), child});
+    LessonResult result = distil_lesson(capture.provider, shipped_prompts(), {rowscale_task(), sample_parent(), child});
     REQUIRE(result.lesson);
     auto prompt = recorded_prompt(capture.seen.at(0));
     REQUIRE(prompt);
@@ -139,7 +133,7 @@ TEST_CASE("golden: distilling a lesson from a parent and child", "[agents][golde
 
 TEST_CASE("a prompt shows the bench shapes, checks and roofline but never a held-out shape", "[agents]")
 {
-    Prompt prompt = build_proposal_prompt(library(), full_context(), PromptTrim::full);
+    Prompt prompt = build_proposal_prompt(shipped_prompts(), full_context(), PromptTrim::full);
     CHECK_THAT(prompt.user, Catch::Contains("M=4096,N=4096") && Catch::Contains("M=1,N=1048576"));
     CHECK_THAT(prompt.user, Catch::Contains("atol = 0 and rtol = 1e-07"));
     CHECK_THAT(prompt.user, Catch::Contains("no kernel can take less than"));
@@ -150,9 +144,9 @@ TEST_CASE("a prompt shows the bench shapes, checks and roofline but never a held
 TEST_CASE("a trimmed prompt drops lessons first, then inspirations", "[agents]")
 {
     ProposalContext context = full_context();
-    std::string full = build_proposal_prompt(library(), context, PromptTrim::full).user;
-    std::string fewer = build_proposal_prompt(library(), context, PromptTrim::without_lessons).user;
-    std::string least = build_proposal_prompt(library(), context, PromptTrim::without_lessons_and_inspirations).user;
+    std::string full = build_proposal_prompt(shipped_prompts(), context, PromptTrim::full).user;
+    std::string fewer = build_proposal_prompt(shipped_prompts(), context, PromptTrim::without_lessons).user;
+    std::string least = build_proposal_prompt(shipped_prompts(), context, PromptTrim::without_lessons_and_inspirations).user;
     CHECK_THAT(full, Catch::Contains("# Lessons") && Catch::Contains("# Another kernel"));
     CHECK_THAT(fewer, !Catch::Contains("# Lessons") && Catch::Contains("# Another kernel"));
     CHECK_THAT(least, !Catch::Contains("# Lessons") && !Catch::Contains("# Another kernel"));
