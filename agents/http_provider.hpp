@@ -8,7 +8,6 @@
 
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 

@@ -2,7 +2,6 @@
 #include "agents/llm_ops.hpp"
 
 #include <chrono>
-#include <cmath>
 #include <map>
 
 #include <fmt/format.h>

@@ -63,7 +63,9 @@ enum class RoundKind {
 
 struct ProposalContext {
     const Task& task;
-    Json hardware = Json::object();    // GPU facts (name, SM count, bandwidth, L2, smem, registers...)
+    // GPU facts, shown as "name: value" lines. memory_bandwidth_gbps (GB/s) and peak_fp32_tflops,
+    // when present, also give each bench shape's roofline floor time.
+    Json hardware = Json::object();
     std::optional<CandidateView> parent;
     std::vector<CandidateView> inspirations; // 0 to 3
     std::vector<Lesson> lessons;
