@@ -355,3 +355,17 @@ TEST_CASE("a key echoed back by a server never reaches the record", "[agents][ne
     CHECK_THAT(result.record.reply, Catch::Contains("[redacted]") && !Catch::Contains(key));
     CHECK_THAT(result.record.request.dump(), !Catch::Contains(key));
 }
+
+TEST_CASE("a reply larger than the size cap is refused as bad_reply, not retried", "[agents][net]")
+{
+    ScopedEnv no_key("OPENAI_API_KEY", std::nullopt);
+    MockLlmServer server;
+    server.push(MockStep::reply(std::string(100000, 'x')));
+    ProviderSettings settings = fast_settings();
+    settings.max_reply_bytes = 10000;
+    auto provider = openai_at(server, settings);
+    ChatResult result = provider->complete(k_request);
+    CHECK(result.record.status == "bad_reply");
+    CHECK_THAT(result.record.error, Catch::Contains("exceeded 10000 bytes"));
+    CHECK(server.request_count() == 1);
+}
