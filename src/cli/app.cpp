@@ -43,6 +43,7 @@ int run_cli(int argc, char** argv)
     add_export_command(app, slot);
     add_inspect_command(app, slot);
     add_task_command(app, slot);
+    add_propose_command(app, slot);
     add_worker_command(app, slot);
 
     try {

@@ -1,0 +1,247 @@
+// Rendering tasks, hardware facts and candidate results as prompt text; see prompt_sections.hpp.
+#include "agents/prompt_sections.hpp"
+
+#include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "core/dtype.hpp"
+#include "util/text.hpp"
+
+namespace kforge {
+namespace {
+
+constexpr size_t k_max_message_chars = 6000;
+
+std::string shape_text(const std::vector<Expr>& shape)
+{
+    std::vector<std::string> dims;
+    for (const auto& dim : shape)
+        dims.push_back(dim.text());
+    return "[" + join(dims, ", ") + "]";
+}
+
+std::string scalar_text(const Json& value)
+{
+    if (value.is_string())
+        return value.get<std::string>();
+    if (value.is_number_float())
+        return fmt::format("{:.4g}", value.get<double>());
+    return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+void flatten(const Json& value, const std::string& prefix, std::vector<std::string>& lines, size_t max_lines)
+{
+    if (lines.size() >= max_lines)
+        return;
+    if (value.is_object()) {
+        for (const auto& [key, item] : value.items())
+            flatten(item, prefix.empty() ? key : prefix + "." + key, lines, max_lines);
+        return;
+    }
+    std::string text = scalar_text(value);
+    if (text.size() > 200)
+        text = text.substr(0, 200) + "...";
+    lines.push_back(fmt::format("- {}: {}", prefix, text));
+}
+
+double json_number(const Json& object, const char* key)
+{
+    if (object.is_object() && object.contains(key) && object[key].is_number())
+        return object[key].get<double>();
+    return 0;
+}
+
+} // namespace
+
+std::string describe_args(const Task& task)
+{
+    std::vector<std::string> lines;
+    for (const auto& arg : task.args) {
+        std::string cuda(dtype_cuda_name(arg.dtype));
+        if (!arg.is_tensor) {
+            lines.push_back(fmt::format("- {}: {} scalar = {} (`{} {}`)", arg.name, dtype_name(arg.dtype),
+                                        arg.value.text(), cuda, arg.name));
+            continue;
+        }
+        bool in = arg.intent == Intent::in;
+        std::string role = in ? "input, must not be modified" : arg.intent == Intent::out ? "output" : "input and output";
+        lines.push_back(fmt::format("- {}: {} tensor {}, row-major, {} (`{}{}* {}`)", arg.name, dtype_name(arg.dtype),
+                                    shape_text(arg.shape), role, in ? "const " : "", cuda, arg.name));
+    }
+    return join(lines, "\n");
+}
+
+std::string describe_symbols(const Task& task)
+{
+    std::vector<std::string> lines;
+    for (const auto& symbol : task.symbols) {
+        std::string range = symbol.max ? fmt::format("{} <= {} <= {}", symbol.min, symbol.name, *symbol.max)
+                                       : fmt::format("{} >= {}", symbol.name, symbol.min);
+        if (symbol.multiple_of > 1)
+            range += fmt::format(", a multiple of {}", symbol.multiple_of);
+        lines.push_back("- " + range);
+    }
+    for (const auto& constraint : task.constraints)
+        lines.push_back("- " + constraint.text());
+    return join(lines, "\n");
+}
+
+std::string describe_bench_shapes(const Task& task)
+{
+    std::vector<std::string> lines;
+    for (const auto& shape : task.bench)
+        lines.push_back("- " + shape.label);
+    return join(lines, "\n");
+}
+
+std::string describe_checks(const Task& task)
+{
+    std::vector<std::string> lines;
+    for (const auto& arg : task.args) {
+        if (!arg.check)
+            continue;
+        if (arg.check->metric == CheckSpec::Metric::exact)
+            lines.push_back(fmt::format("- {}: must equal the reference exactly", arg.name));
+        else
+            lines.push_back(fmt::format("- {}: |got - expected| <= atol + rtol * |expected| elementwise, with "
+                                        "atol = {} and rtol = {}",
+                                        arg.name, arg.check->atol.text(), arg.check->rtol.text()));
+    }
+    return join(lines, "\n");
+}
+
+std::string describe_roofline(const Task& task, const Json& hardware)
+{
+    std::vector<std::string> lines{fmt::format("FLOPs = {}; bytes that must move = {} (peak: {})",
+                                               task.roofline.flops.text(), task.roofline.bytes.text(),
+                                               task.roofline.peak)};
+    double bandwidth = json_number(hardware, "memory_bandwidth_gbps") * 1e9;
+    double flop_rate = json_number(hardware, "peak_fp32_tflops") * 1e12;
+    for (const auto& shape : task.bench) {
+        try {
+            ExprScope scope = task.scope_for(shape);
+            double flops = task.roofline.flops.eval_real(scope);
+            double bytes = task.roofline.bytes.eval_real(scope);
+            std::string line = fmt::format("- {}: {:.4g} GFLOP, {} moved", shape.label, flops / 1e9, format_bytes(bytes));
+            double floor_s = 0;
+            if (bandwidth > 0)
+                floor_s = bytes / bandwidth;
+            if (flop_rate > 0 && task.roofline.peak == "fp32")
+                floor_s = std::max(floor_s, flops / flop_rate);
+            if (floor_s > 0)
+                line += fmt::format(": no kernel can take less than {} on this GPU", format_duration_ns(floor_s * 1e9));
+            lines.push_back(line);
+        } catch (const ExprError&) {
+            // A roofline that cannot be evaluated for a shape is left out; the task check reports it.
+        }
+    }
+    return join(lines, "\n");
+}
+
+std::string describe_default_plan(const Task& task)
+{
+    if (!task.default_plan)
+        return "none: every candidate must carry its own kforge:plan block";
+    return "```json\n" + format_compact_json(task.default_plan->json) + "\n```";
+}
+
+std::string describe_forbidden(const Task& task)
+{
+    std::vector<std::string> lines;
+    for (const auto& pattern : task.forbid)
+        lines.push_back(fmt::format("- `{}`: {}", pattern.regex, pattern.reason));
+    return join(lines, "\n");
+}
+
+std::string describe_hardware(const Json& hardware)
+{
+    std::vector<std::string> lines;
+    flatten(hardware, "", lines, 60);
+    return join(lines, "\n");
+}
+
+std::string describe_status(const CandidateView& view)
+{
+    if (!view.verdict)
+        return "not evaluated yet";
+    std::string text(verdict_name(view.verdict->kind));
+    if (view.fitness)
+        text += fmt::format("; {:.3g}x the speed of the baseline (geometric mean over the bench shapes)", *view.fitness);
+    return text;
+}
+
+std::string describe_times(const std::vector<ShapeTiming>& times)
+{
+    std::vector<std::string> lines;
+    for (const auto& t : times) {
+        std::string line = fmt::format("- {}: {}", t.shape_label, format_duration_ns(t.candidate_ns));
+        if (t.reference_ns > 0 && t.candidate_ns > 0)
+            line += fmt::format(" (baseline {}, {:.2f}x)", format_duration_ns(t.reference_ns), t.reference_ns / t.candidate_ns);
+        lines.push_back(line);
+    }
+    return join(lines, "\n");
+}
+
+std::string describe_metrics(const Json& metrics, size_t max_lines)
+{
+    std::vector<std::string> lines;
+    flatten(metrics, "", lines, max_lines);
+    return join(lines, "\n");
+}
+
+std::string describe_descriptors(const Json& descriptors)
+{
+    std::vector<std::string> parts;
+    if (descriptors.is_object())
+        for (const auto& [key, value] : descriptors.items())
+            parts.push_back(key + "=" + scalar_text(value));
+    return join(parts, ", ");
+}
+
+std::string describe_message(const CandidateView& view)
+{
+    if (!view.verdict || view.verdict->message.empty())
+        return "";
+    return truncate_text(view.verdict->message, k_max_message_chars);
+}
+
+std::string format_compact_json(const Json& value)
+{
+    auto compact = [](const Json& item) {
+        std::string text;
+        std::function<void(const Json&)> write = [&](const Json& v) {
+            if (v.is_object()) {
+                text += '{';
+                bool first = true;
+                for (const auto& [key, sub] : v.items()) {
+                    text += first ? "" : ", ";
+                    first = false;
+                    text += Json(key).dump(-1, ' ', false, Json::error_handler_t::replace) + ": ";
+                    write(sub);
+                }
+                text += '}';
+            } else if (v.is_array()) {
+                text += '[';
+                for (size_t i = 0; i < v.size(); ++i) {
+                    text += i ? ", " : "";
+                    write(v[i]);
+                }
+                text += ']';
+            } else {
+                text += v.dump(-1, ' ', false, Json::error_handler_t::replace);
+            }
+        };
+        write(item);
+        return text;
+    };
+    if (!value.is_object() || value.empty())
+        return compact(value);
+    std::vector<std::string> entries;
+    for (const auto& [key, item] : value.items())
+        entries.push_back(Json(key).dump(-1, ' ', false, Json::error_handler_t::replace) + ": " + compact(item));
+    return "{ " + join(entries, ",\n  ") + " }";
+}
+
+} // namespace kforge
