@@ -224,18 +224,4 @@ std::optional<PlanVariant> vary_plan_params(const Task& task, const Plan& plan,
     return std::nullopt;
 }
 
-std::string replace_plan_block(const std::string& source, const Json& plan_json)
-{
-    constexpr std::string_view k_marker = "kforge:plan";
-    std::string block = "\n" + format_compact_json(plan_json) + "\n";
-    size_t marker = source.find(k_marker);
-    if (marker != std::string::npos) {
-        size_t body = marker + k_marker.size();
-        size_t close = source.find("*/", body);
-        if (close != std::string::npos)
-            return source.substr(0, body) + block + source.substr(close);
-    }
-    return "/* kforge:plan" + block + "*/\n" + source;
-}
-
 } // namespace kforge

@@ -29,8 +29,5 @@ struct PlanVariant {
 std::optional<PlanVariant> vary_plan_params(const Task& task, const Plan& plan,
                                             const std::vector<std::string>& kernel_names, Rng& rng);
 
-// `source` with its kforge:plan block replaced by `plan_json` (formatted compactly), or with a new
-// block put first when it has none. Everything outside the block is kept byte for byte.
-std::string replace_plan_block(const std::string& source, const Json& plan_json);
 
 } // namespace kforge

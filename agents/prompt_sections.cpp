@@ -144,7 +144,7 @@ std::string describe_default_plan(const Task& task)
 {
     if (!task.default_plan)
         return "none: every candidate must carry its own kforge:plan block";
-    return "```json\n" + format_compact_json(task.default_plan->json) + "\n```";
+    return "```json\n" + format_plan_json(task.default_plan->json) + "\n```";
 }
 
 std::string describe_forbidden(const Task& task)
@@ -205,43 +205,6 @@ std::string describe_message(const CandidateView& view)
     if (!view.verdict || view.verdict->message.empty())
         return "";
     return truncate_text(view.verdict->message, k_max_message_chars);
-}
-
-std::string format_compact_json(const Json& value)
-{
-    auto compact = [](const Json& item) {
-        std::string text;
-        std::function<void(const Json&)> write = [&](const Json& v) {
-            if (v.is_object()) {
-                text += '{';
-                bool first = true;
-                for (const auto& [key, sub] : v.items()) {
-                    text += first ? "" : ", ";
-                    first = false;
-                    text += Json(key).dump(-1, ' ', false, Json::error_handler_t::replace) + ": ";
-                    write(sub);
-                }
-                text += '}';
-            } else if (v.is_array()) {
-                text += '[';
-                for (size_t i = 0; i < v.size(); ++i) {
-                    text += i ? ", " : "";
-                    write(v[i]);
-                }
-                text += ']';
-            } else {
-                text += v.dump(-1, ' ', false, Json::error_handler_t::replace);
-            }
-        };
-        write(item);
-        return text;
-    };
-    if (!value.is_object() || value.empty())
-        return compact(value);
-    std::vector<std::string> entries;
-    for (const auto& [key, item] : value.items())
-        entries.push_back(Json(key).dump(-1, ' ', false, Json::error_handler_t::replace) + ": " + compact(item));
-    return "{ " + join(entries, ",\n  ") + " }";
 }
 
 } // namespace kforge

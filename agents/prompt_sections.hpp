@@ -39,8 +39,5 @@ std::string describe_descriptors(const Json& descriptors);
 // The verdict message, cut to a size a prompt can carry.
 std::string describe_message(const CandidateView& view);
 
-// The compact one-line-per-key JSON used for plans in prompts and in rewritten sources:
-// {"params": {"BLOCK": [128, 256]}, ...} with spaces after ':' and ','.
-std::string format_compact_json(const Json& value);
 
 } // namespace kforge

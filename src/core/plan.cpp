@@ -1,6 +1,8 @@
 // Plan block extraction and syntactic parsing.
 #include "core/plan.hpp"
 
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "util/error.hpp"
@@ -110,12 +112,50 @@ std::optional<Json> extract_plan_json(std::string_view source)
     }
 }
 
+std::string format_plan_json(const Json& value)
+{
+    auto compact = [](const Json& item) {
+        std::string text;
+        std::function<void(const Json&)> write = [&](const Json& v) {
+            if (v.is_object()) {
+                text += '{';
+                bool first = true;
+                for (const auto& [key, sub] : v.items()) {
+                    text += first ? "" : ", ";
+                    first = false;
+                    text += Json(key).dump(-1, ' ', false, Json::error_handler_t::replace) + ": ";
+                    write(sub);
+                }
+                text += '}';
+            } else if (v.is_array()) {
+                text += '[';
+                for (size_t i = 0; i < v.size(); ++i) {
+                    text += i ? ", " : "";
+                    write(v[i]);
+                }
+                text += ']';
+            } else {
+                text += v.dump(-1, ' ', false, Json::error_handler_t::replace);
+            }
+        };
+        write(item);
+        return text;
+    };
+    if (!value.is_object() || value.empty())
+        return compact(value);
+    std::vector<std::string> entries;
+    for (const auto& [key, item] : value.items())
+        entries.push_back(Json(key).dump(-1, ' ', false, Json::error_handler_t::replace) + ": " + compact(item));
+    return "{ " + join(entries, ",\n  ") + " }";
+}
+
+
 std::string replace_plan_block(std::string_view source, const Json& plan)
 {
-    std::string block = fmt::format("/* {}\n{}\n*/", k_plan_marker, plan.dump(2));
+    std::string block = fmt::format("/* {}\n{}\n*/", k_plan_marker, format_plan_json(plan));
     size_t marker = source.find(k_plan_marker);
     if (marker == std::string_view::npos)
-        return fmt::format("{}\n{}\n", block, source);
+        return fmt::format("{}\n{}", block, source);
     extract_plan_json(source); // validates the existing block's shape
     size_t open = source.rfind("/*", marker);
     size_t close = source.find("*/", marker);

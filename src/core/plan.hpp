@@ -77,6 +77,10 @@ public:
 // PlanError when the block is unterminated or its JSON is malformed (with line and column).
 std::optional<Json> extract_plan_json(std::string_view source);
 
+// A plan (or any JSON) compactly, one line per top-level key, as in prompts and rewritten sources:
+// { "params": {"BLOCK": [128, 256]},\n  "launches": [...] }.
+std::string format_plan_json(const Json& value);
+
 // The source with its kforge:plan block replaced by `plan` (or a new block appended when it had
 // none). Throws PlanError when the existing block is malformed.
 std::string replace_plan_block(std::string_view source, const Json& plan);

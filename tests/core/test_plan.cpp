@@ -154,6 +154,11 @@ TEST_CASE("replacing a plan block keeps the code and parses back", "[core][plan]
     CHECK(*extract_plan_json(replaced) == plan);
     std::string added = replace_plan_block("extern \"C\" __global__ void k() {}", plan);
     CHECK(*extract_plan_json(added) == plan);
+    // Everything outside the block is kept byte for byte; the plan is written compactly.
+    std::string head = "// head\n/* kforge:plan\n{\"params\": {\"B\": [1]}}\n*/\nint x;\n";
+    CHECK(replace_plan_block(head, Json::parse(R"({"params": {"B": [2, 4]}})")) ==
+          "// head\n/* kforge:plan\n{ \"params\": {\"B\": [2, 4]} }\n*/\nint x;\n");
+    CHECK(replace_plan_block("int y;\n", Json::parse(R"({"launches": []})")) == "/* kforge:plan\n{ \"launches\": [] }\n*/\nint y;\n");
 }
 
 TEST_CASE("kernel names and includes are read past comments, strings and attributes", "[core][source]")
