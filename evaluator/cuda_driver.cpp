@@ -1,6 +1,7 @@
 // Run-time loading of libcuda.so.1; see the header.
 #include "evaluator/cuda_driver.hpp"
 
+#include <atomic>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@ namespace kforge {
 namespace {
 
 CudaDriver g_driver;
+std::atomic<bool> g_context_lost{false};
 
 std::string load_once()
 {
@@ -53,6 +55,9 @@ std::string load_cuda_driver()
 
 const CudaDriver& driver() { return g_driver; }
 
+void mark_context_lost() { g_context_lost.store(true); }
+bool context_lost() { return g_context_lost.load(); }
+
 std::string describe_cuda_error(CUresult result)
 {
     const char* name = nullptr;
@@ -88,6 +93,8 @@ bool is_sticky_cuda_error(CUresult result)
 
 void throw_cuda_error(CUresult result, const char* call, const char* file, int line)
 {
+    if (is_sticky_cuda_error(result))
+        mark_context_lost();
     throw CudaError(result, fmt::format("{} failed at {}:{}: {}", call, file, line, describe_cuda_error(result)));
 }
 

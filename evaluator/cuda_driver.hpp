@@ -47,6 +47,12 @@ std::string describe_cuda_error(CUresult result);
 // each of them).
 bool is_sticky_cuda_error(CUresult result);
 
+// Once a kernel hangs or a sticky error occurs, the context is lost: freeing memory or unloading a
+// module would block behind the spinning kernel (cuMemFree synchronizes) or fail. RAII owners check
+// this and leave everything to process exit, which the worker reaches right after replying.
+void mark_context_lost();
+bool context_lost();
+
 // Thrown by KF_CU_CHECK. The GPU worker turns it into a verdict or a worker restart.
 class CudaError : public std::runtime_error
 {

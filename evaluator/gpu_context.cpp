@@ -56,7 +56,7 @@ DeviceMemory::DeviceMemory(size_t bytes) : m_bytes(bytes)
 DeviceMemory::~DeviceMemory()
 {
     // Freeing after a sticky error fails too; the process is about to be replaced, so ignore it.
-    if (m_ptr)
+    if (m_ptr && !context_lost())
         driver().cuMemFree(m_ptr);
 }
 
@@ -68,7 +68,7 @@ DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept
 DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept
 {
     if (this != &other) {
-        if (m_ptr)
+        if (m_ptr && !context_lost())
             driver().cuMemFree(m_ptr);
         m_ptr = std::exchange(other.m_ptr, 0);
         m_bytes = std::exchange(other.m_bytes, 0);
@@ -80,7 +80,7 @@ Module::Module(const std::string& cubin) { KF_CU_CHECK(driver().cuModuleLoadData
 
 Module::~Module()
 {
-    if (m_module)
+    if (m_module && !context_lost())
         driver().cuModuleUnload(m_module);
 }
 
@@ -89,7 +89,7 @@ Module::Module(Module&& other) noexcept : m_module(std::exchange(other.m_module,
 Module& Module::operator=(Module&& other) noexcept
 {
     if (this != &other) {
-        if (m_module)
+        if (m_module && !context_lost())
             driver().cuModuleUnload(m_module);
         m_module = std::exchange(other.m_module, nullptr);
     }
@@ -121,6 +121,8 @@ GpuContext::GpuContext()
 
 GpuContext::~GpuContext()
 {
+    if (context_lost())
+        return;
     const auto& cu = driver();
     if (m_stream)
         cu.cuStreamDestroy(m_stream);

@@ -93,8 +93,10 @@ WaitStatus wait_for_stream(CUstream stream, std::chrono::steady_clock::time_poin
         if (r != CUDA_ERROR_NOT_READY)
             throw_cuda_error(r, "cuStreamQuery (the candidate's work)", __FILE__, __LINE__);
         auto now = std::chrono::steady_clock::now();
-        if (now >= deadline)
+        if (now >= deadline) {
+            mark_context_lost();
             return WaitStatus::timeout;
+        }
         // Spin briefly (most waits are short), then sleep so a long kernel does not burn a core.
         if (now < spin_until)
             std::this_thread::yield();

@@ -2,6 +2,7 @@
 // fds 3/4 (worker_protocol.hpp) until the controller closes the pipe, and exits after any reply that
 // says its context is unusable, so the controller can start a clean one.
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 
 #include <fmt/format.h>
@@ -225,8 +226,10 @@ int run_gpu_worker()
         }
         if (!channel.send(encode_message(reply)))
             return 1;
-        if (reply.value("restart", false))
-            return 0;
+        // A lost context may still run a spinning kernel: leave without destructors or atexit
+        // handlers (which would synchronize with it); process exit tears the context down.
+        if (reply.value("restart", false) || context_lost())
+            std::_Exit(0);
     }
     return 0;
 }

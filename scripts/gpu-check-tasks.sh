@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs `kforge task check` (NVRTC compiles + GPU self-tests) on every bundled task; prints one
+# summary line per task and keeps the full output in $OUT/task-check.log.
+set -uo pipefail
+source "$(dirname "$0")/gpu-env.sh"
+log="${OUT:-/tmp}/task-check.log"
+: >"$log"
+for spec in "$here"/tasks/*.json; do
+    name=$(basename "$spec" .json)
+    start=$(date +%s.%N)
+    timeout "${TASK_TIMEOUT:-150}" "$KF" task check "$spec" >>"$log" 2>&1
+    rc=$?
+    printf '%-16s rc=%-3s %6.1f s  %s\n' "$name" "$rc" "$(echo "$(date +%s.%N) - $start" | bc)" \
+        "$(tail -n 1 "$log" | cut -c1-100)"
+done

@@ -1,0 +1,11 @@
+# Sourced by the GPU scripts: run kforge binaries built elsewhere and carried in .gpu/ (see
+# scripts/pack-gpu.sh). Sets where kforge finds its data, its tests' sources, and carried libraries.
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export KFORGE_HOME="$here"
+export KFORGE_TEST_SOURCE_DIR="$here"
+export KFORGE_TEST_BINARY="$here/.gpu/kforge"
+export LD_LIBRARY_PATH="$here/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export XDG_CACHE_HOME="${XDG_CACHE_HOME:-/tmp/kforge-cache}"
+export XDG_DATA_HOME="${XDG_DATA_HOME:-/tmp/kforge-data}"
+[ -d /usr/local/cuda/include ] || export CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")"
+KF="$here/.gpu/kforge"
