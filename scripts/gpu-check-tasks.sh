@@ -7,9 +7,9 @@ log="${OUT:-/tmp}/task-check.log"
 : >"$log"
 for spec in "$here"/tasks/*.json; do
     name=$(basename "$spec" .json)
-    start=$(date +%s.%N)
+    start=$(date +%s%N)
     timeout "${TASK_TIMEOUT:-150}" "$KF" task check "$spec" >>"$log" 2>&1
     rc=$?
-    printf '%-16s rc=%-3s %6.1f s  %s\n' "$name" "$rc" "$(echo "$(date +%s.%N) - $start" | bc)" \
+    printf '%-16s rc=%-3s %8.3f s  %s\n' "$name" "$rc" "$(( ($(date +%s%N) - start) / 1000000 ))e-3" \
         "$(tail -n 1 "$log" | cut -c1-100)"
 done
