@@ -255,8 +255,8 @@ void add_inspect_command(CLI::App& app, CommandSlot& slot)
     auto options = std::make_shared<InspectOptions>();
     auto lineage_id = std::make_shared<int64_t>(0);
     auto* inspect = app.add_subcommand(
-        "inspect", "summarise a run archive: best candidates, verdicts, failures, "
-                   "LLM usage (read-only; works while the run writes)");
+        "inspect", "summarise a run archive: best candidates, failures, LLM usage "
+                   "(read-only, also while the run writes)");
     inspect->add_option("ARCHIVE", options->archive_path, "run archive (.kforge)")->required();
     inspect->add_option("--top", options->top, "rows in the top-candidates table")
         ->capture_default_str();
