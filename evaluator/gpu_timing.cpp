@@ -95,7 +95,7 @@ Timer::Timer(const GpuContext& context, const InternalKernels& kernels, size_t f
 
 void Timer::enqueue_flush() const
 {
-    KF_CU_CHECK(driver().cuMemsetD32Async(m_flush.get(), 0x5a5a5a5a, m_flush.bytes() / 4, m_context.stream()));
+    m_kernels.flush_read(m_flush.get(), m_flush.bytes());
 }
 
 std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjects, const TimingSettings& settings,
@@ -160,8 +160,9 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
             for (size_t s = 0; s < subjects.size(); ++s) {
                 size_t index = static_cast<size_t>(b) * subjects.size() + s;
                 CUdeviceptr slot = m_probe_slots.get() + index * 4 * sizeof(uint64_t);
-                KF_CU_CHECK(cu.cuMemsetD32Async(m_flush.get(), static_cast<unsigned>(b + 1), m_flush.bytes() / 4, stream));
+                // Reset first (its memsets dirty L2), then flush: the timed run starts from a clean L2.
                 subjects[s].reset();
+                m_kernels.flush_read(m_flush.get(), m_flush.bytes());
                 m_kernels.clock_probe(slot);
                 subjects[s].launch();
                 m_kernels.clock_probe(slot + 2 * sizeof(uint64_t));
