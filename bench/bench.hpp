@@ -29,13 +29,26 @@ Json run_fidelity(const BenchOptions& options, const std::vector<std::string>& t
 // `throughput`: full evaluations (compile + verify + time) per minute, with the split by stage.
 Json run_throughput(const BenchOptions& options, const std::string& task, int candidates);
 
+// `tasks`: each bundled task optimised by `kforge optimize --model builtin --time T` into an archive
+// under `archive_dir`; per bench shape the reference, vendor and best times, speedups and % of the
+// roofline (measured DRAM bandwidth, theoretical compute peak).
+Json run_tasks(const BenchOptions& options, const std::vector<std::string>& tasks, const std::string& time_limit,
+               const std::string& archive_dir);
+
 // Prints a JSON result section as a Markdown table (to stdout) and returns the Markdown.
 std::string fidelity_markdown(const Json& fidelity);
 std::string throughput_markdown(const Json& throughput);
+std::string tasks_markdown(const Json& tasks);
 
 // Paths and helpers.
 std::string default_kforge_binary();
 Task load_bundled_task(const BenchOptions& options, const std::string& name);
-std::string spawn_capture(const std::vector<std::string>& argv, int& exit_code);
+// The first line of `text`, at most 300 characters (for messages in tables).
+std::string first_line_of(const std::string& text);
+
+// Runs argv to completion and returns what it wrote (stdout and stderr, or stdout alone).
+enum class CaptureStream { both, stdout_only };
+std::string spawn_capture(const std::vector<std::string>& argv, int& exit_code,
+                          CaptureStream streams = CaptureStream::both);
 
 } // namespace kforge::bench

@@ -1,4 +1,5 @@
 // Shared helpers of the benchmarks: where things are, and running a child for its output.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -30,7 +31,12 @@ Task load_bundled_task(const BenchOptions& options, const std::string& name)
     return load_task(std::filesystem::path(options.tasks_dir) / (name + ".json"));
 }
 
-std::string spawn_capture(const std::vector<std::string>& argv, int& exit_code)
+std::string first_line_of(const std::string& text)
+{
+    return text.substr(0, std::min(text.find('\n'), size_t{300}));
+}
+
+std::string spawn_capture(const std::vector<std::string>& argv, int& exit_code, CaptureStream streams)
 {
     char path[] = "/tmp/kforge-bench-XXXXXX";
     int fd = ::mkstemp(path);
@@ -44,7 +50,10 @@ std::string spawn_capture(const std::vector<std::string>& argv, int& exit_code)
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fd, 1);
-    posix_spawn_file_actions_adddup2(&actions, fd, 2);
+    if (streams == CaptureStream::both)
+        posix_spawn_file_actions_adddup2(&actions, fd, 2);
+    else
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid;
     int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&actions);

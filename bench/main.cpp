@@ -1,4 +1,5 @@
-// kforge_bench: `replay`, `fidelity`, `throughput`, and `all` (which writes bench/results/).
+// kforge_bench: `replay`, `fidelity`, `throughput`, `tasks`, and `all` (which writes bench/results/).
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -61,10 +62,24 @@ int main(int argc, char** argv)
     throughput->add_option("--task", throughput_task)->capture_default_str();
     throughput->add_option("--candidates", candidates)->capture_default_str();
 
+    std::vector<std::string> suite = {"axpy_f32",      "softmax_f32", "layernorm_f32", "rmsnorm_bf16",
+                                      "reduce_sum_f32", "transpose_f32", "sgemm_f32",   "hgemm_bf16",
+                                      "spmv_csr_f32",  "jacobi2d_f32", "histogram_u8", "scan_u32"};
+    std::string task_time = "5m";
+    std::string archive_dir = "bench-archives";
+    auto* tasks = app.add_subcommand("tasks", "each task optimised by the builtin proposer: reference, vendor and best times");
+    tasks->add_option("--task", suite)->capture_default_str();
+    tasks->add_option("--time", task_time, "wall time of each task's optimize run")->capture_default_str();
+    tasks->add_option("--archives", archive_dir, "folder for the runs' archives and logs")->capture_default_str();
+
     std::string out_dir = "bench/results";
-    auto* all = app.add_subcommand("all", "throughput and fidelity; writes <out>/<gpu>-<date>.md and .json");
+    std::vector<std::string> sections = {"throughput", "fidelity", "tasks"};
+    auto* all = app.add_subcommand("all", "throughput, fidelity and the task table; writes <out>/<gpu>-<date>.md and .json");
     all->add_option("--out", out_dir)->capture_default_str();
     all->add_option("--ncu", ncu)->capture_default_str();
+    all->add_option("--section", sections, "which sections to run")->check(CLI::IsMember({"throughput", "fidelity", "tasks"}))->capture_default_str();
+    all->add_option("--time", task_time, "wall time of each task's optimize run")->capture_default_str();
+    all->add_option("--task", suite, "tasks of the task table")->capture_default_str();
 
     CLI11_PARSE(app, argc, argv);
     try {
@@ -82,19 +97,36 @@ int main(int argc, char** argv)
         } else if (*throughput) {
             Json result = run_throughput(options, throughput_task, candidates);
             fmt::print("{}", throughput_markdown(result));
+        } else if (*tasks) {
+            Json result = run_tasks(options, suite, task_time, archive_dir);
+            fmt::print("{}", tasks_markdown(result));
         } else if (*all) {
-            Json t = run_throughput(options, throughput_task, candidates);
-            Json f = run_fidelity(options, fidelity_tasks, repeats, ncu);
-            std::string gpu = t.value("device", "gpu");
+            auto wanted = [&](const char* name) { return std::find(sections.begin(), sections.end(), name) != sections.end(); };
+            Json json = Json::object();
+            std::string body;
+            if (wanted("throughput")) {
+                json["throughput"] = run_throughput(options, throughput_task, candidates);
+                body += "\n## Evaluator throughput\n\n" + throughput_markdown(json["throughput"]);
+            }
+            if (wanted("fidelity")) {
+                json["fidelity"] = run_fidelity(options, fidelity_tasks, repeats, ncu);
+                body += "\n## Timing fidelity against Nsight Compute\n\n" + fidelity_markdown(json["fidelity"]);
+            }
+            if (wanted("tasks")) {
+                json["tasks"] = run_tasks(options, suite, task_time, (std::filesystem::path(out_dir) / "archives").string());
+                body += "\n## Task suite, builtin proposer\n\n" + tasks_markdown(json["tasks"]);
+            }
+            std::string device = "gpu";
+            for (const auto& section : json)
+                if (section.contains("device"))
+                    device = section.at("device").get<std::string>();
+            std::string gpu = device;
             for (char& c : gpu)
                 c = std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
-            std::string md = fmt::format("# kforge benchmarks, {}, {}\n\n## Evaluator throughput\n\n{}\n## Timing fidelity "
-                                         "against Nsight Compute\n\n{}",
-                                         t.value("device", "?"), today(), throughput_markdown(t), fidelity_markdown(f));
+            std::string md = fmt::format("# kforge benchmarks, {}, {}\n{}", device, today(), body);
             std::filesystem::create_directories(out_dir);
             write_file_atomic(std::filesystem::path(out_dir) / fmt::format("{}-{}.md", gpu, today()), md);
-            write_file_atomic(std::filesystem::path(out_dir) / fmt::format("{}-{}.json", gpu, today()),
-                              Json{{"throughput", t}, {"fidelity", f}}.dump(2));
+            write_file_atomic(std::filesystem::path(out_dir) / fmt::format("{}-{}.json", gpu, today()), json.dump(2));
             fmt::print("{}", md);
         }
         if (!temp.empty())

@@ -16,10 +16,6 @@
 
 namespace kforge::bench {
 
-namespace {
-std::string first_line_of(const std::string& text) { return text.substr(0, std::min(text.find('\n'), size_t{300})); }
-} // namespace
-
 Json run_throughput(const BenchOptions& options, const std::string& name, int candidates)
 {
     Task task = load_bundled_task(options, name);
