@@ -28,6 +28,42 @@ std::string today()
     return buffer;
 }
 
+// Sections of `update` replace those of `base`, except the task table, whose tasks are replaced
+// one by one.
+Json merge_results(Json base, const Json& update)
+{
+    for (const auto& [name, section] : update.items()) {
+        if (name != "tasks" || !base.contains("tasks")) {
+            base[name] = section;
+            continue;
+        }
+        Json& tasks = base["tasks"]["tasks"];
+        for (const auto& task : section.at("tasks")) {
+            auto same = std::find_if(tasks.begin(), tasks.end(), [&](const Json& t) { return t.at("task") == task.at("task"); });
+            if (same != tasks.end())
+                *same = task;
+            else
+                tasks.push_back(task);
+        }
+        for (const auto& [key, value] : section.items())
+            if (key != "tasks")
+                base["tasks"][key] = value;
+    }
+    return base;
+}
+
+std::string results_markdown(const Json& json)
+{
+    std::string body;
+    if (json.contains("throughput"))
+        body += "\n## Evaluator throughput\n\n" + throughput_markdown(json.at("throughput"));
+    if (json.contains("fidelity"))
+        body += "\n## Timing fidelity against Nsight Compute\n\n" + fidelity_markdown(json.at("fidelity"));
+    if (json.contains("tasks"))
+        body += "\n## Task suite, builtin proposer\n\n" + tasks_markdown(json.at("tasks"));
+    return body;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -103,19 +139,12 @@ int main(int argc, char** argv)
         } else if (*all) {
             auto wanted = [&](const char* name) { return std::find(sections.begin(), sections.end(), name) != sections.end(); };
             Json json = Json::object();
-            std::string body;
-            if (wanted("throughput")) {
+            if (wanted("throughput"))
                 json["throughput"] = run_throughput(options, throughput_task, candidates);
-                body += "\n## Evaluator throughput\n\n" + throughput_markdown(json["throughput"]);
-            }
-            if (wanted("fidelity")) {
+            if (wanted("fidelity"))
                 json["fidelity"] = run_fidelity(options, fidelity_tasks, repeats, ncu);
-                body += "\n## Timing fidelity against Nsight Compute\n\n" + fidelity_markdown(json["fidelity"]);
-            }
-            if (wanted("tasks")) {
+            if (wanted("tasks"))
                 json["tasks"] = run_tasks(options, suite, task_time, (std::filesystem::path(out_dir) / "archives").string());
-                body += "\n## Task suite, builtin proposer\n\n" + tasks_markdown(json["tasks"]);
-            }
             std::string device = "gpu";
             for (const auto& section : json)
                 if (section.contains("device"))
@@ -123,10 +152,15 @@ int main(int argc, char** argv)
             std::string gpu = device;
             for (char& c : gpu)
                 c = std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
-            std::string md = fmt::format("# kforge benchmarks, {}, {}\n{}", device, today(), body);
+            // Sections run on the same GPU model the same day join the results already written
+            // there, so a suite longer than one sitting can be run in parts (--section, --task).
+            auto json_path = std::filesystem::path(out_dir) / fmt::format("{}-{}.json", gpu, today());
+            if (std::filesystem::exists(json_path))
+                json = merge_results(Json::parse(read_file(json_path)), json);
+            std::string md = fmt::format("# kforge benchmarks, {}, {}\n{}", device, today(), results_markdown(json));
             std::filesystem::create_directories(out_dir);
             write_file_atomic(std::filesystem::path(out_dir) / fmt::format("{}-{}.md", gpu, today()), md);
-            write_file_atomic(std::filesystem::path(out_dir) / fmt::format("{}-{}.json", gpu, today()), json.dump(2));
+            write_file_atomic(json_path, json.dump(2));
             fmt::print("{}", md);
         }
         if (!temp.empty())
