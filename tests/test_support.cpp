@@ -112,10 +112,16 @@ std::string slurp(const std::filesystem::path& path)
 
 CommandResult run_kforge(const std::vector<std::string>& args, const std::vector<std::string>& env)
 {
+    return run_program(kforge_binary(), args, env);
+}
+
+CommandResult run_program(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                          const std::vector<std::string>& env)
+{
     TempDir io;
     auto out_path = io / "stdout";
     auto err_path = io / "stderr";
-    std::vector<std::string> argv_storage{kforge_binary().string()};
+    std::vector<std::string> argv_storage{executable.string()};
     argv_storage.insert(argv_storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_storage)

@@ -42,6 +42,9 @@ struct CommandResult {
 // Runs the kforge binary with `args` (no shell), capturing stdout and stderr. `env` entries are
 // "NAME=value" added to (or overriding) the environment.
 CommandResult run_kforge(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+// The same for any program, given by its absolute path (no PATH lookup, no shell).
+CommandResult run_program(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                          const std::vector<std::string>& env = {});
 
 // Writes `text` to `path`.
 void write_text(const std::filesystem::path& path, const std::string& text);
