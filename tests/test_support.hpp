@@ -14,6 +14,17 @@ std::string gpu_unavailable_reason();
 // a GPU, which only happens if someone bypasses the gate in main().
 void require_gpu();
 
+// Debian's chromium, which the [browser] tests drive headless.
+std::filesystem::path chromium_path();
+// "" when chromium_path() exists; otherwise why the [browser] tests cannot run.
+std::string browser_unavailable_reason();
+
+// Run archives recorded on a GPU and committed as tests/fixtures/*.kfa (or *.kforge), sorted by
+// name; tests tagged [recorded] read them.
+std::vector<std::filesystem::path> recorded_archives();
+// "" when recorded_archives() is not empty; otherwise why the [recorded] tests cannot run.
+std::string recorded_unavailable_reason();
+
 std::filesystem::path source_dir();
 std::filesystem::path fixtures_dir();
 std::filesystem::path kforge_binary();

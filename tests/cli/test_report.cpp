@@ -185,6 +185,26 @@ TEST_CASE("the report of 10,000 candidates is written in under a second and stay
     CHECK_THAT(html, Catch::Contains("10,000 candidates in the order they were stored"));
 }
 
+TEST_CASE("the report of every archive recorded on a GPU shows its title, elites and best",
+          "[e2e][report][recorded]")
+{
+    for (const auto& recorded : recorded_archives()) {
+        INFO("archive " << recorded.string());
+        TempDir dir;
+        std::filesystem::copy_file(recorded, dir / "run.kforge"); // a fixture stays untouched
+        ExpectedPage expected = expected_page(dir / "run.kforge");
+        std::string html = write_report(dir / "run.kforge", dir / "report.html");
+        CHECK_THAT(html, Catch::Contains("<title>" + html_escape(expected.title) + "</title>"));
+        CHECK_THAT(html, Catch::Contains(R"(id="best-speedup">)" + expected.best_speedup + "<"));
+        CHECK(count_occurrences(html, R"(class="cell elite" data-cell=")") == expected.grid_elites);
+        if (expected.best_speedup != "none") {
+            CHECK_THAT(html, Catch::Contains("Lineage of the best"));
+            CHECK_THAT(html, Catch::Contains("% of roofline"));
+            CHECK_THAT(html, Catch::Contains(R"(<pre class="source">)"));
+        }
+    }
+}
+
 TEST_CASE("report markup helpers escape text, pick round ticks and span the colour scale", "[report]")
 {
     CHECK(html_escape(R"(<a href="x">Tom & 'Jerry'</a>)") ==

@@ -6,6 +6,7 @@
 // is written in one transaction, which keeps 10,000 candidates to a second or two.
 #include "cli/test_report_archive.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "core/source.hpp"
 #include "evaluator/describe.hpp"
 #include "util/rng.hpp"
+#include "util/text.hpp"
 
 namespace kforge::test {
 namespace {
@@ -109,6 +111,26 @@ size_t count_occurrences(const std::string& text, const std::string& needle)
     for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
         ++count;
     return count;
+}
+
+ExpectedPage expected_page(const std::filesystem::path& path)
+{
+    Archive archive = Archive::open(path, OpenMode::read_only);
+    ExpectedPage page;
+    RunInfo run = archive.run_info();
+    page.title = fmt::format("kforge report: {} ({})", run.task_name, run.run_id);
+    std::optional<Candidate> best = archive.best_candidate();
+    page.best_speedup = best ? fmt::format("{:.2f}x", *best->evaluation.fitness) : "none";
+    const auto& axes = descriptor_axes();
+    for (const Elite& elite : archive.elites()) {
+        page.islands = std::max(page.islands, static_cast<size_t>(elite.island) + 1);
+        std::vector<std::string> bins = split(elite.cell, '/');
+        bool on_grid = bins.size() == axes.size();
+        for (size_t axis = 0; on_grid && axis < axes.size(); ++axis)
+            on_grid = std::count(axes[axis].second.begin(), axes[axis].second.end(), bins[axis]) == 1;
+        page.grid_elites += on_grid;
+    }
+    return page;
 }
 
 SyntheticRun build_synthetic_run(const std::filesystem::path& path, const SyntheticRunSpec& spec)

@@ -49,4 +49,15 @@ size_t count_occurrences(const std::string& text, const std::string& needle);
 // Creates `path` (which must not exist) and fills it; the archive is closed on return.
 SyntheticRun build_synthetic_run(const std::filesystem::path& path, const SyntheticRunSpec& spec);
 
+// What the report of any archive (synthetic or recorded on a GPU) must show, read through the
+// archive API rather than the report's own code.
+struct ExpectedPage
+{
+    std::string title;        // the default title: "kforge report: TASK (RUN_ID)"
+    std::string best_speedup; // the headline value: "2.50x", or "none" without a correct candidate
+    size_t grid_elites = 0;   // elites whose cell is on the 4 x 4 x 4 x 4 descriptor grid
+    size_t islands = 0;       // at least this many islands are drawn (the highest elite island + 1)
+};
+ExpectedPage expected_page(const std::filesystem::path& archive);
+
 } // namespace kforge::test
