@@ -122,8 +122,9 @@ std::string island_grid(const ReportData& data, int island, const FitnessRange& 
                                          R"(data-fitness="{:.4f}" fill="{}")",
                                          key, elite.candidate_id, elite.fitness,
                                          colour_scale(range.position(elite.fitness))),
-                             fmt::format("#{}  {}  {:.2f}x  {}", elite.candidate_id, key,
-                                         elite.fitness, params_of(data, elite.candidate_id)));
+                             fmt::format("#{}: {:.2f}x over the reference\ncell {}\nparams {}",
+                                         elite.candidate_id, elite.fitness, key,
+                                         params_of(data, elite.candidate_id)));
                     if (data.best && elite.candidate_id == data.best->id)
                         best_ring = fmt::format(
                             R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" class="best-ring"/>)",
@@ -137,7 +138,7 @@ std::string island_grid(const ReportData& data, int island, const FitnessRange& 
 std::string legend(const FitnessRange& range)
 {
     const auto& axes = descriptor_axes();
-    SvgCanvas svg(640, 96, "legend of the elite grids", "legend");
+    SvgCanvas svg(680, 2 + 4 * 24 + 16, "legend of the elite grids", "legend");
     svg.raw(R"(<defs><linearGradient id="fitness-ramp">)");
     for (int i = 0; i <= 10; ++i)
         svg.raw(fmt::format(R"(<stop offset="{}%" stop-color="{}"/>)", i * 10, colour_scale(i / 10.0)));
@@ -152,14 +153,14 @@ std::string legend(const FitnessRange& range)
     svg.raw(R"(<rect x="98.5" y="60.5" width="17" height="17" class="best-ring"/>)");
     svg.text(122, 74, "the run's best", R"(class="tick")");
     // A block, enlarged: work across, occupancy up.
-    double x0 = 330, y0 = 2, c = 19;
+    double x0 = 330, y0 = 2, c = 24;
     for (int w = 0; w < 4; ++w)
         for (int o = 0; o < 4; ++o)
             svg.rect(x0 + w * c, y0 + (3 - o) * c, c, c, R"(class="cell empty")");
     for (int i = 0; i < 4; ++i) {
-        svg.text(x0 + i * c + c / 2, y0 + 4 * c + 11, axes[2].second[i],
+        svg.text(x0 + i * c + c / 2, y0 + 4 * c + 12, axes[2].second[i],
                  R"(class="tiny" text-anchor="middle")");
-        svg.text(x0 - 4, y0 + (3 - i) * c + 12, axes[3].second[i], R"(class="tiny" text-anchor="end")");
+        svg.text(x0 - 4, y0 + (3 - i) * c + c / 2 + 3, axes[3].second[i], R"(class="tiny" text-anchor="end")");
     }
     svg.text(x0 + 4 * c + 12, y0 + 16, "inside each block:", R"(class="tick")");
     svg.text(x0 + 4 * c + 12, y0 + 32, "work per thread across (w1 .. w64)", R"(class="tick")");

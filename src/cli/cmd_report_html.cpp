@@ -90,6 +90,10 @@ white-space:nowrap}
 align-items:center;max-width:860px}
 .bar{height:14px;background:var(--bg);border-radius:3px;overflow:hidden}
 .bar>div{height:100%;border-radius:3px}
+.bar>.v-correct{background:#2da44e}.bar>.v-held_out_failed{background:#d4a72c}
+.bar>.v-incorrect{background:#e16f24}.bar>.v-timeout{background:#8250df}
+.bar>.v-runtime_error{background:#cf222e}.bar>.v-compile_error{background:#bf3989}
+.bar>.v-plan_error{background:#57728f}.bar>.v-no_code{background:#8c959f}
 .bars .num{text-align:right;font-variant-numeric:tabular-nums}
 .warn{color:#a40e26;font-weight:600}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:4px 18px;margin:0}
@@ -294,7 +298,7 @@ std::string render_report_html(const ReportData& data, const std::string& title)
     page += section("costs", "LLM costs and tokens by model", render_costs(data)) + "\n";
     page += section("run", "Run", run_facts(data.inspect)) + "\n";
     page += section("source", "Best kernel", best_kernel(data)) + "\n";
-    page += fmt::format(R"(<footer class="muted">Written by kforge {} report on {} from )"
+    page += fmt::format(R"(<footer class="muted">Written by <code>kforge report</code> (kforge {}) on {} from )"
                         R"(<code>{}</code>. One self-contained file: no scripts, nothing fetched.)"
                         R"(</footer>)",
                         KFORGE_VERSION, format_local_time(data.generated_at),

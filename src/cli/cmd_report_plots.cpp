@@ -75,10 +75,10 @@ LinearScale x_scale(double hi)
     return {0, hi, k_left, k_width - k_right};
 }
 
-// Fitness from 0 to a little above the best, and never below the reference's 1.0.
+// Fitness from 0 to a fifth above the best (room for its label), never below the reference's 1.0.
 LinearScale y_scale(double best)
 {
-    return {0, std::max(best, 1.0) * 1.1, k_height - k_bottom, k_top};
+    return {0, std::max(best, 1.0) * 1.2, k_height - k_bottom, k_top};
 }
 
 void draw_reference_line(SvgCanvas& svg, const LinearScale& y)

@@ -4,8 +4,8 @@
 // synthetic run, then every run archive recorded on a GPU in tests/fixtures/.
 //
 // Tagged [browser]: the test runner reports these tests skipped, with the reason, where chromium is
-// not installed (./kf installs it). Set KFORGE_REPORT_SCREENSHOTS=DIR to keep the screenshots
-// (one NAME.png per archive).
+// not installed (./kf installs it). Set KFORGE_REPORT_SCREENSHOTS=DIR to keep the screenshots and
+// pages (NAME.png and NAME.html per archive).
 #include <cstdlib>
 #include <regex>
 
@@ -89,8 +89,9 @@ void check_in_browser(const std::filesystem::path& archive, const std::string& n
     CHECK(bytes.size() > 60'000);
     if (const char* keep = std::getenv("KFORGE_REPORT_SCREENSHOTS"); keep && *keep) {
         std::filesystem::create_directories(keep);
-        std::filesystem::copy_file(png, std::filesystem::path(keep) / png.filename(),
-                                   std::filesystem::copy_options::overwrite_existing);
+        for (const auto& file : {png, html})
+            std::filesystem::copy_file(file, std::filesystem::path(keep) / file.filename(),
+                                       std::filesystem::copy_options::overwrite_existing);
     }
 }
 
