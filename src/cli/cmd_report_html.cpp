@@ -65,6 +65,7 @@ svg{max-width:100%;height:auto;font-family:inherit}
 .ref-line{stroke:#bf8700;stroke-dasharray:5 4}
 .ref-label{font-size:11px;fill:#9a6700}
 .best-dot{fill:var(--accent);stroke:#fff;stroke-width:2}
+.ref-label,.best-label{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 .best-label{font-size:12.5px;font-weight:650;fill:#0550ae}
 .plot-note{font-size:15px;fill:#59636e}
 .islands{display:flex;flex-wrap:wrap;gap:22px 34px;margin-top:12px}

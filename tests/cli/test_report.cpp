@@ -169,7 +169,7 @@ TEST_CASE("the report of 10,000 candidates is written in under a second and stay
     SyntheticRun run = build_synthetic_run(dir / "big.kforge", {.candidates = 10'000});
     double built = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     started = std::chrono::steady_clock::now();
-    std::string html = write_report(dir / "big.kforge", dir / "big.html");
+    std::string html = write_report(dir / "big.kforge", dir / "synthetic-10000.html");
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     WARN(fmt::format("10,000 candidates: archive built in {:.2f} s, report written in {:.3f} s, {}",
                      built, seconds, format_bytes(static_cast<double>(html.size()))));
@@ -183,6 +183,7 @@ TEST_CASE("the report of 10,000 candidates is written in under a second and stay
     CHECK(count_occurrences(html, R"(class="cell elite" data-cell=")") == static_cast<size_t>(run.elites));
     CHECK_THAT(html, Catch::Contains(fmt::format(R"(id="best-speedup">{:.2f}x<)", run.best_fitness)));
     CHECK_THAT(html, Catch::Contains("10,000 candidates in the order they were stored"));
+    keep_for_review(dir / "synthetic-10000.html");
 }
 
 TEST_CASE("the report of every archive recorded on a GPU shows its title, elites and best",

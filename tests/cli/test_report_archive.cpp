@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <vector>
@@ -112,6 +113,16 @@ size_t count_occurrences(const std::string& text, const std::string& needle)
     for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
         ++count;
     return count;
+}
+
+void keep_for_review(const std::filesystem::path& file)
+{
+    const char* folder = std::getenv("KFORGE_REPORT_SCREENSHOTS");
+    if (!folder || !*folder)
+        return;
+    std::filesystem::create_directories(folder);
+    std::filesystem::copy_file(file, std::filesystem::path(folder) / file.filename(),
+                               std::filesystem::copy_options::overwrite_existing);
 }
 
 ExpectedPage expected_page(const std::filesystem::path& path)

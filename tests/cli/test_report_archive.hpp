@@ -46,6 +46,10 @@ double synthetic_roofline_ns(size_t shape);
 // How often `needle` occurs in `text` (overlapping occurrences count).
 size_t count_occurrences(const std::string& text, const std::string& needle);
 
+// Copies `file` into the folder named by KFORGE_REPORT_SCREENSHOTS, when that is set (CI keeps the
+// folder as an artifact to look at the pages and their screenshots).
+void keep_for_review(const std::filesystem::path& file);
+
 // Creates `path` (which must not exist) and fills it; the archive is closed on return.
 SyntheticRun build_synthetic_run(const std::filesystem::path& path, const SyntheticRunSpec& spec);
 

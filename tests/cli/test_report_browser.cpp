@@ -6,7 +6,6 @@
 // Tagged [browser]: the test runner reports these tests skipped, with the reason, where chromium is
 // not installed (./kf installs it). Set KFORGE_REPORT_SCREENSHOTS=DIR to keep the screenshots and
 // pages (NAME.png and NAME.html per archive).
-#include <cstdlib>
 #include <regex>
 
 #include <fmt/format.h>
@@ -87,12 +86,8 @@ void check_in_browser(const std::filesystem::path& archive, const std::string& n
     CHECK(bytes.substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
     // A blank 1400 x 2400 page compresses to a few kilobytes; the report's plots and grids do not.
     CHECK(bytes.size() > 60'000);
-    if (const char* keep = std::getenv("KFORGE_REPORT_SCREENSHOTS"); keep && *keep) {
-        std::filesystem::create_directories(keep);
-        for (const auto& file : {png, html})
-            std::filesystem::copy_file(file, std::filesystem::path(keep) / file.filename(),
-                                       std::filesystem::copy_options::overwrite_existing);
-    }
+    keep_for_review(png);
+    keep_for_review(html);
 }
 
 } // namespace
