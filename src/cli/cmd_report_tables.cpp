@@ -192,7 +192,7 @@ std::string render_lineage(const ReportData& data)
                         html_escape(format_params(row["params"])),
                         html_escape(row["note"].get<std::string>())});
     }
-    return fmt::format(R"(<h3>Lineage of the best ({} generations of ancestry, oldest first)</h3>)",
+    return fmt::format(R"(<h3>Lineage of the best ({} candidates from the oldest ancestor to the best)</h3>)",
                        n) +
            html_table(columns, rows, "data lineage");
 }
