@@ -1,5 +1,6 @@
-// The test runner: Catch2 plus the [gpu] gate. When the selected tests include [gpu] ones and no
-// CUDA device can be used here, it says why and exits 77, which CTest reports as "skipped".
+// The test runner: Catch2 plus gates for [gpu], [browser] and [recorded]. When the selected tests
+// include such ones and what they need (a CUDA device, chromium, a recorded archive) is missing
+// here, it says why and exits 77, which CTest reports as "skipped".
 #define CATCH_CONFIG_RUNNER
 #include "kf_catch.hpp"
 
@@ -59,16 +60,31 @@ int main(int argc, char** argv)
         return run_fake_gpu_worker();
     if (argc == 2 && std::string(argv[1]) == "--kforge-test-echo-child")
         return run_echo_child();
-    bool gpu_selected = false;
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        if (arg.find("[gpu]") != std::string::npos && arg.find("~[gpu]") == std::string::npos)
-            gpu_selected = true;
-    }
-    if (gpu_selected) {
-        std::string why = kforge::test::gpu_unavailable_reason();
+    // Tags whose tests need something this machine may lack: when such a tag is selected (and not
+    // excluded with ~) and the need is unmet, the whole run is reported skipped with the reason.
+    struct Gate {
+        const char* tag;
+        const char* needs;
+        std::string (*unavailable_reason)();
+    };
+    const Gate gates[] = {
+        {"[gpu]", "a CUDA device", kforge::test::gpu_unavailable_reason},
+        {"[browser]", "chromium", kforge::test::browser_unavailable_reason},
+        {"[recorded]", "a recorded run archive", kforge::test::recorded_unavailable_reason},
+    };
+    for (const Gate& gate : gates) {
+        bool selected = false;
+        for (int i = 1; i < argc; ++i) {
+            std::string arg = argv[i];
+            std::string excluded = std::string("~") + gate.tag;
+            if (arg.find(gate.tag) != std::string::npos && arg.find(excluded) == std::string::npos)
+                selected = true;
+        }
+        if (!selected)
+            continue;
+        std::string why = gate.unavailable_reason();
         if (!why.empty()) {
-            std::printf("SKIPPED: the [gpu] tests need a CUDA device: %s\n", why.c_str());
+            std::printf("SKIPPED: the %s tests need %s: %s\n", gate.tag, gate.needs, why.c_str());
             return 77;
         }
     }

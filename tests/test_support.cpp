@@ -1,6 +1,7 @@
 // Test helpers; see the header.
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -66,6 +67,35 @@ void require_gpu()
         FAIL("this [gpu] test ran without a GPU (" << why << "); run it through ctest or with the [gpu] tag");
 }
 
+std::filesystem::path chromium_path() { return "/usr/bin/chromium"; }
+
+std::string browser_unavailable_reason()
+{
+    if (std::filesystem::exists(chromium_path()))
+        return "";
+    return chromium_path().string() + " is not installed (apt-get install chromium; ./kf installs it)";
+}
+
+std::vector<std::filesystem::path> recorded_archives()
+{
+    std::vector<std::filesystem::path> archives;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(fixtures_dir(), ec)) {
+        auto extension = entry.path().extension();
+        if (entry.is_regular_file() && (extension == ".kfa" || extension == ".kforge"))
+            archives.push_back(entry.path());
+    }
+    std::sort(archives.begin(), archives.end());
+    return archives;
+}
+
+std::string recorded_unavailable_reason()
+{
+    if (!recorded_archives().empty())
+        return "";
+    return "no recorded run archive (*.kfa, *.kforge) in " + fixtures_dir().string() + " yet";
+}
+
 // The build bakes in absolute paths; KFORGE_TEST_SOURCE_DIR and KFORGE_TEST_BINARY override them
 // when the binaries run from another checkout (e.g. carried to a GPU machine).
 std::filesystem::path source_dir()
@@ -112,10 +142,16 @@ std::string slurp(const std::filesystem::path& path)
 
 CommandResult run_kforge(const std::vector<std::string>& args, const std::vector<std::string>& env)
 {
+    return run_program(kforge_binary(), args, env);
+}
+
+CommandResult run_program(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                          const std::vector<std::string>& env)
+{
     TempDir io;
     auto out_path = io / "stdout";
     auto err_path = io / "stderr";
-    std::vector<std::string> argv_storage{kforge_binary().string()};
+    std::vector<std::string> argv_storage{executable.string()};
     argv_storage.insert(argv_storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_storage)

@@ -14,6 +14,17 @@ std::string gpu_unavailable_reason();
 // a GPU, which only happens if someone bypasses the gate in main().
 void require_gpu();
 
+// Debian's chromium, which the [browser] tests drive headless.
+std::filesystem::path chromium_path();
+// "" when chromium_path() exists; otherwise why the [browser] tests cannot run.
+std::string browser_unavailable_reason();
+
+// Run archives recorded on a GPU and committed as tests/fixtures/*.kfa (or *.kforge), sorted by
+// name; tests tagged [recorded] read them.
+std::vector<std::filesystem::path> recorded_archives();
+// "" when recorded_archives() is not empty; otherwise why the [recorded] tests cannot run.
+std::string recorded_unavailable_reason();
+
 std::filesystem::path source_dir();
 std::filesystem::path fixtures_dir();
 std::filesystem::path kforge_binary();
@@ -42,6 +53,9 @@ struct CommandResult {
 // Runs the kforge binary with `args` (no shell), capturing stdout and stderr. `env` entries are
 // "NAME=value" added to (or overriding) the environment.
 CommandResult run_kforge(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+// The same for any program, given by its absolute path (no PATH lookup, no shell).
+CommandResult run_program(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                          const std::vector<std::string>& env = {});
 
 // Writes `text` to `path`.
 void write_text(const std::filesystem::path& path, const std::string& text);

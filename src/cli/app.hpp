@@ -21,6 +21,7 @@ void add_export_command(CLI::App& app, CommandSlot& slot);
 void add_inspect_command(CLI::App& app, CommandSlot& slot);
 void add_task_command(CLI::App& app, CommandSlot& slot);
 void add_propose_command(CLI::App& app, CommandSlot& slot);
+void add_report_command(CLI::App& app, CommandSlot& slot);
 void add_worker_command(CLI::App& app, CommandSlot& slot);
 
 } // namespace kforge

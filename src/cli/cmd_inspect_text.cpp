@@ -8,6 +8,25 @@
 #include "util/text.hpp"
 
 namespace kforge {
+
+std::string format_fitness(const Json& fitness)
+{
+    return fitness.is_null() ? "-" : fmt::format("{:.2f}x", fitness.get<double>());
+}
+
+std::string format_params(const Json& params)
+{
+    std::vector<std::string> parts;
+    for (const auto& [name, value] : params.items())
+        parts.push_back(fmt::format("{}={}", name, value.dump()));
+    return parts.empty() ? "-" : join(parts, ",");
+}
+
+std::string format_dollars(double dollars)
+{
+    return dollars < 10 ? fmt::format("${:.3f}", dollars) : fmt::format("${:.2f}", dollars);
+}
+
 namespace {
 
 using Align = TextTable::Align;
@@ -20,24 +39,6 @@ std::string str(const Json& value)
 std::string id_text(const Json& id)
 {
     return id.is_null() ? "-" : fmt::format("#{}", id.get<int64_t>());
-}
-
-std::string fitness_text(const Json& fitness)
-{
-    return fitness.is_null() ? "-" : fmt::format("{:.2f}x", fitness.get<double>());
-}
-
-std::string params_text(const Json& params)
-{
-    std::vector<std::string> parts;
-    for (const auto& [name, value] : params.items())
-        parts.push_back(fmt::format("{}={}", name, value.dump()));
-    return parts.empty() ? "-" : join(parts, ",");
-}
-
-std::string money(double dollars)
-{
-    return dollars < 10 ? fmt::format("${:.3f}", dollars) : fmt::format("${:.2f}", dollars);
 }
 
 std::string device_text(const Json& device, const Json& run)
@@ -64,7 +65,7 @@ std::string usage_text(const Json& budget)
         text += fmt::format(" ({} failed)", llm["failed_calls"].get<int64_t>());
     text +=
         fmt::format(", {} input + {} output tokens, {} spent", llm["input_tokens"].get<int64_t>(),
-                    llm["output_tokens"].get<int64_t>(), money(llm["cost_usd"].get<double>()));
+                    llm["output_tokens"].get<int64_t>(), format_dollars(llm["cost_usd"].get<double>()));
     if (llm["calls_without_price"].get<int64_t>() > 0)
         text +=
             fmt::format(" (+{} calls of unknown price)", llm["calls_without_price"].get<int64_t>());
@@ -90,7 +91,7 @@ std::string summary_block(const Json& report)
     const Json& best = report["best"];
     line("best", best.is_null() ? "no correct candidate yet"
                                 : fmt::format("{}, fitness {} over the reference",
-                                              id_text(best["id"]), fitness_text(best["fitness"])));
+                                              id_text(best["id"]), format_fitness(best["fitness"])));
     std::vector<std::string> counts;
     for (int kind = static_cast<int>(VerdictKind::correct); kind >= 0; --kind) { // best rung first
         std::string name(verdict_name(static_cast<VerdictKind>(kind)));
@@ -112,10 +113,10 @@ std::string top_block(const Json& report)
     TextTable table(columns);
     for (const auto& row : report["top"]) {
         std::vector<std::string> cells{
-            id_text(row["id"]),        fitness_text(row["fitness"]),
+            id_text(row["id"]),        format_fitness(row["fitness"]),
             str(row["verdict"]),       std::to_string(row["island"].get<int>()),
             str(row["origin"]),        id_text(row["parent"]),
-            params_text(row["params"])};
+            format_params(row["params"])};
         for (const auto& label : labels) {
             const Json& times = row["times_ns"];
             auto key = label.get<std::string>();
@@ -192,7 +193,7 @@ std::string calls_block(const Json& calls)
                         std::to_string(usage["failed_calls"].get<int64_t>()),
                         std::to_string(usage["input_tokens"].get<int64_t>()),
                         std::to_string(usage["output_tokens"].get<int64_t>()),
-                        money(usage["cost_usd"].get<double>()) +
+                        format_dollars(usage["cost_usd"].get<double>()) +
                             (usage["calls_without_price"].get<int64_t>() > 0 ? " + unknown" : "")});
     out += models.empty() ? "  no calls\n" : models.render();
     out += "\nrecent LLM calls (newest first)\n";
@@ -213,7 +214,7 @@ std::string calls_block(const Json& calls)
              call["provider"].get<std::string>() + ":" + call["model"].get<std::string>(),
              str(call["status"]), std::to_string(call["input_tokens"].get<int64_t>()),
              std::to_string(call["output_tokens"].get<int64_t>()),
-             call["cost_known"].get<bool>() ? money(call["cost_usd"].get<double>()) : "?",
+             call["cost_known"].get<bool>() ? format_dollars(call["cost_usd"].get<double>()) : "?",
              fmt::format("{:.1f} s", call["latency_s"].get<double>()), str(call["error"])});
     out += recent.empty() ? "  no calls\n" : recent.render();
     return out;
@@ -233,8 +234,8 @@ std::string lineage_block(const Json& lineage)
     for (const auto& row : lineage)
         table.add_row({id_text(row["id"]), std::to_string(row["generation"].get<int>()),
                        std::to_string(row["island"].get<int>()), str(row["origin"]),
-                       str(row["verdict"]), fitness_text(row["fitness"]),
-                       params_text(row["params"]), str(row["note"])});
+                       str(row["verdict"]), format_fitness(row["fitness"]),
+                       format_params(row["params"]), str(row["note"])});
     return out + table.render();
 }
 

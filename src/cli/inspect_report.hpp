@@ -29,4 +29,12 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
 // The text view of a report from build_inspect_report().
 std::string render_inspect_text(const Json& report);
 
+// Formatting shared by inspect's text view and the HTML report (cmd_report*.cpp).
+// "2.50x" from a fitness (a speedup over the baseline); "-" for null.
+std::string format_fitness(const Json& fitness);
+// "BLOCK=128,VEC=4" from a params object; "-" when it is empty.
+std::string format_params(const Json& params);
+// "$0.110" below ten dollars, "$12.50" above.
+std::string format_dollars(double dollars);
+
 } // namespace kforge

@@ -1,0 +1,120 @@
+// `kforge report ARCHIVE [-o FILE] [--title TEXT]`: the run as one self-contained HTML page.
+//
+// The archive is opened read-only and read in one transaction, so the report works while a run
+// writes and shows one consistent moment of it. The data are inspect's report document plus what
+// only a picture needs (the fitness series, the LLM cost series, the elite grids, the best's
+// source); report_page.hpp describes the split between gathering and rendering. The file is written
+// atomically, so a browser reloading it never sees half a page.
+#include <chrono>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/app.hpp"
+#include "cli/inspect_report.hpp"
+#include "cli/report_page.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "util/text.hpp"
+
+namespace kforge {
+namespace {
+
+constexpr size_t k_top_rows = 10; // rows of the top-candidates table
+
+struct ReportOptions
+{
+    std::string archive_path;
+    std::string output; // empty: the archive's path with .html
+    std::string title;  // empty: default_report_title()
+};
+
+// The islands to draw: as many as the run was configured with, and at least up to the highest
+// island that holds an elite.
+int island_count(const Json& config, const std::vector<Elite>& elites)
+{
+    int count = 0;
+    if (config.is_object() && config.contains("islands") && config["islands"].is_number_integer())
+        count = config["islands"].get<int>();
+    for (const auto& elite : elites)
+        count = std::max(count, elite.island + 1);
+    return count;
+}
+
+int run_report(const ReportOptions& options)
+{
+    auto started = std::chrono::steady_clock::now();
+    Archive archive = Archive::open(options.archive_path, OpenMode::read_only);
+    ReportData data;
+    archive.atomically([&] { data = gather_report_data(archive); });
+    std::string title = options.title.empty() ? default_report_title(data) : options.title;
+    std::string html = render_report_html(data, title);
+
+    std::filesystem::path output = options.output;
+    if (output.empty())
+        output = std::filesystem::path(options.archive_path).replace_extension(".html");
+    write_file_atomic(output, html);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    log_info("report of {} candidates: {} in {:.2f} s", data.series.size(),
+             format_bytes(static_cast<double>(html.size())), seconds);
+    fmt::print("{}\n", output.string());
+    return k_exit_ok;
+}
+
+} // namespace
+
+ReportData gather_report_data(const Archive& archive)
+{
+    ReportData data;
+    data.best = archive.best_candidate();
+    InspectOptions inspect;
+    inspect.archive_path = archive.path().string();
+    inspect.top = k_top_rows;
+    inspect.calls = true;
+    inspect.limit = 0; // the page lists no recent calls, only the usage per model
+    if (data.best)
+        inspect.lineage = data.best->id;
+    data.inspect = build_inspect_report(archive, inspect);
+
+    data.series = archive.fitness_series();
+    data.calls = archive.llm_calls(std::numeric_limits<int64_t>::max(), CallText::omit);
+    data.elites = archive.elites();
+    // Elites are correct candidates, so one pass over the correct ones finds every elite's params.
+    std::map<int64_t, bool> is_elite;
+    for (const auto& elite : data.elites)
+        is_elite[elite.candidate_id] = true;
+    if (!is_elite.empty())
+        for (auto& summary : archive.top_candidates(std::numeric_limits<int64_t>::max()))
+            if (is_elite.count(summary.id))
+                data.elite_params[summary.id] = std::move(summary.best_params);
+    data.islands = island_count(data.inspect["run"]["config"], data.elites);
+    data.generated_at = std::chrono::duration<double>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    return data;
+}
+
+std::string default_report_title(const ReportData& data)
+{
+    const Json& run = data.inspect["run"];
+    return fmt::format("kforge report: {} ({})", run["task"].get<std::string>(),
+                       run["run_id"].get<std::string>());
+}
+
+void add_report_command(CLI::App& app, CommandSlot& slot)
+{
+    auto options = std::make_shared<ReportOptions>();
+    auto* report = app.add_subcommand(
+        "report", "write a run archive as one self-contained HTML page with plots, the elite grids "
+                  "and the best kernel (read-only, also while the run writes)");
+    report->add_option("ARCHIVE", options->archive_path, "run archive (.kforge)")->required();
+    report->add_option("-o,--output", options->output,
+                       "HTML file to write (default: the archive's path with .html)");
+    report->add_option("--title", options->title,
+                       "page title (default: \"kforge report: TASK (RUN_ID)\")");
+    report->callback([options, &slot] { slot = [options] { return run_report(*options); }; });
+}
+
+} // namespace kforge
