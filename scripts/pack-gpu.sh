@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 rm -rf .gpu && mkdir -p .gpu/lib
 strip -o .gpu/kforge build/dev/src/cli/kforge
 strip -o .gpu/kforge_tests build/dev/tests/kforge_tests
-[ -x build/dev/bench/kforge_bench ] && strip -o .gpu/kforge_bench build/dev/bench/kforge_bench || true
+strip -o .gpu/kforge_bench build/dev/bench/kforge_bench
 # The vendor baselines (cuBLAS, CUB, cuSPARSE) beside kforge, where the GPU worker looks for them;
 # cuBLAS and cuSPARSE themselves come from the CUDA toolkit on the GPU machine.
 if [ -f build/dev/src/cli/libkforge_vendor.so ]; then
