@@ -69,6 +69,7 @@ struct VendorLibrary::Functions {
     decltype(&kforge_vendor_routine_status) routine_status = nullptr;
     decltype(&kforge_vendor_versions) versions = nullptr;
     decltype(&kforge_vendor_check) check = nullptr;
+    decltype(&kforge_vendor_describe) describe = nullptr;
     decltype(&kforge_vendor_prepare) prepare = nullptr;
     decltype(&kforge_vendor_stage) stage = nullptr;
     decltype(&kforge_vendor_run) run = nullptr;
@@ -189,24 +190,29 @@ VendorLibrary::VendorLibrary(const std::filesystem::path& path, int required_abi
         if (!fn)
             missing += (missing.empty() ? "" : ", ") + std::string(name);
     };
+    // The version first: a library of another interface version may lack (or mean otherwise by)
+    // the other entry points.
     resolve(m_fn->abi_version, "kforge_vendor_abi_version");
+    if (m_fn->abi_version) {
+        if (int version = m_fn->abi_version(); version != required_abi_version) {
+            m_reason = fmt::format("{} has interface version {} where this kforge needs {} (it comes from another "
+                                   "kforge build; rebuild or point KFORGE_VENDOR_LIB at the right one)",
+                                   path.string(), version, required_abi_version);
+            return;
+        }
+    }
     resolve(m_fn->routine_names, "kforge_vendor_routine_names");
     resolve(m_fn->routine_status, "kforge_vendor_routine_status");
     resolve(m_fn->versions, "kforge_vendor_versions");
     resolve(m_fn->check, "kforge_vendor_check");
+    resolve(m_fn->describe, "kforge_vendor_describe");
     resolve(m_fn->prepare, "kforge_vendor_prepare");
     resolve(m_fn->stage, "kforge_vendor_stage");
     resolve(m_fn->run, "kforge_vendor_run");
     resolve(m_fn->release, "kforge_vendor_release");
     resolve(m_fn->selftest, "kforge_vendor_selftest");
-    if (!missing.empty()) {
+    if (!missing.empty())
         m_reason = fmt::format("{} is not kforge's vendor library: it lacks {}", path.string(), missing);
-        return;
-    }
-    if (int version = m_fn->abi_version(); version != required_abi_version)
-        m_reason = fmt::format("{} has interface version {} where this kforge needs {} (it comes from another kforge "
-                               "build; rebuild or point KFORGE_VENDOR_LIB at the right one)",
-                               path.string(), version, required_abi_version);
 }
 
 VendorLibrary::~VendorLibrary() = default;
@@ -244,6 +250,16 @@ std::string VendorLibrary::check(const std::string& routine, const VendorBinding
     char error[k_message_bytes] = {};
     int status = m_fn->check(routine.c_str(), c_bindings.get(), error, sizeof error);
     return status == KFORGE_VENDOR_OK ? "" : message_text(error, status);
+}
+
+VendorLibrary::Call VendorLibrary::describe(const std::string& routine, const VendorBindings& bindings) const
+{
+    if (!available())
+        return Call{false, m_reason};
+    CBindings c_bindings(bindings);
+    char text[k_message_bytes] = {};
+    int status = m_fn->describe(routine.c_str(), c_bindings.get(), text, sizeof text);
+    return Call{status == KFORGE_VENDOR_OK, message_text(text, status)};
 }
 
 VendorBaseline VendorLibrary::prepare(const std::string& routine, const VendorBindings& bindings) const

@@ -119,6 +119,13 @@ public:
     // "" when `bindings` hold every operand `routine` needs, with the right dtypes and sizes;
     // otherwise the problem, naming the operand. Touches no GPU (usable in `kforge task check`).
     std::string check(const std::string& routine, const VendorBindings& bindings) const;
+    // The library calls `routine` would make on `bindings` (kforge_vendor_describe): every size,
+    // leading dimension, transpose flag and operand name. Touches no GPU. Fails like check().
+    struct Call {
+        bool ok = false;
+        std::string text;            // the calls when ok, else the problem
+    };
+    Call describe(const std::string& routine, const VendorBindings& bindings) const;
     // Prepares `routine` on `bindings` in the current context; never throws for the library's
     // failures (see VendorBaseline::problem()).
     VendorBaseline prepare(const std::string& routine, const VendorBindings& bindings) const;

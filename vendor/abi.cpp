@@ -138,7 +138,7 @@ int kforge_vendor_prepare(const char* name, const KforgeVendorBindings* bindings
         if (!state)
             fail(Status::bad_bindings, "kforge_vendor_prepare needs somewhere to put the state");
         const RoutineEntry& entry = available_routine(name);
-        *state = entry.make(Operands(entry.name, bindings), Mode::prepare).release();
+        *state = entry.make(Operands(entry.name, bindings), Mode::prepare, nullptr).release();
     });
 }
 
@@ -146,8 +146,20 @@ int kforge_vendor_check(const char* name, const KforgeVendorBindings* bindings, 
 {
     return guarded(error, error_len, [&] {
         const RoutineEntry& entry = available_routine(name);
-        entry.make(Operands(entry.name, bindings), Mode::check);
+        entry.make(Operands(entry.name, bindings), Mode::check, nullptr);
     });
+}
+
+int kforge_vendor_describe(const char* name, const KforgeVendorBindings* bindings, char* call, size_t call_len)
+{
+    std::string text;
+    int status = guarded(call, call_len, [&] {
+        const RoutineEntry& entry = available_routine(name);
+        entry.make(Operands(entry.name, bindings), Mode::check, &text);
+    });
+    if (status == KFORGE_VENDOR_OK)
+        copy_text(text, call, call_len);
+    return status;
 }
 
 int kforge_vendor_stage(void* state, void* cu_stream, char* error, size_t error_len)

@@ -65,6 +65,8 @@ private:
 
 uint64_t product(int x, int y) { return static_cast<uint64_t>(x) * static_cast<uint64_t>(y); }
 
+const char* op_name(cublasOperation_t op) { return op == CUBLAS_OP_N ? "N" : "T"; }
+
 // B is K x N (sgemm) or N x K (the bf16 "TN" gemm), row-major either way.
 enum class BShape { k_by_n, n_by_k };
 
@@ -80,20 +82,43 @@ struct GemmArgs {
     TensorOperand a, b, c;
 };
 
+// The column-major cublasGemmEx operands a row-major product maps to: C^T = op(B)^T op(A)^T, so
+// cuBLAS's A is the task's B and cuBLAS's B the task's A. run() passes exactly these values and
+// describe() prints them, so the CPU tests check the very call that is made.
+struct GemmCall {
+    cublasOperation_t op_a, op_b;
+    int m, n, k;
+    const TensorOperand* a;
+    int lda;
+    const TensorOperand* b;
+    int ldb;
+    const TensorOperand* c;
+    int ldc;
+    std::string describe() const
+    {
+        return fmt::format("cublasGemmEx transa={} transb={} m={} n={} k={} A={} lda={} B={} ldb={} C={} ldc={} "
+                           "alpha=1 beta=0",
+                           op_name(op_a), op_name(op_b), m, n, k, a->name, lda, b->name, ldb, c->name, ldc);
+    }
+};
+
 // Row-major C (M x N) = A (M x K) * B (K x N), fp32, no TF32.
 class CublasSgemm : public VendorRoutine
 {
 public:
     struct Args : GemmArgs {
         explicit Args(const Operands& operands) : GemmArgs(operands, "f32", BShape::k_by_n) {}
+        // B is N-contiguous (ld N) and A K-contiguous (ld K); both untransposed in column-major terms.
+        GemmCall call() const { return GemmCall{CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &b, n, &a, k, &c, n}; }
     };
+    static std::string describe(const Args& args) { return args.call().describe(); }
     explicit CublasSgemm(const Args& args) : m_args(args), m_session(CUBLAS_DEFAULT_MATH) {}
     void run(cudaStream_t stream) override
     {
         const float alpha = 1.0f, beta = 0.0f;
-        const Args& g = m_args;
-        KF_CUBLAS_CHECK(cublasGemmEx(m_session.on(stream), CUBLAS_OP_N, CUBLAS_OP_N, g.n, g.m, g.k, &alpha, g.b.ptr,
-                                     CUDA_R_32F, g.n, g.a.ptr, CUDA_R_32F, g.k, &beta, g.c.ptr, CUDA_R_32F, g.n,
+        GemmCall g = m_args.call();
+        KF_CUBLAS_CHECK(cublasGemmEx(m_session.on(stream), g.op_a, g.op_b, g.m, g.n, g.k, &alpha, g.a->ptr, CUDA_R_32F,
+                                     g.lda, g.b->ptr, CUDA_R_32F, g.ldb, &beta, g.c->ptr, CUDA_R_32F, g.ldc,
                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
 
@@ -108,7 +133,10 @@ class CublasGemmBf16 : public VendorRoutine
 public:
     struct Args : GemmArgs {
         explicit Args(const Operands& operands) : GemmArgs(operands, "bf16", BShape::n_by_k) {}
+        // B (N x K row-major) is the column-major K x N matrix, transposed to N x K; ld K.
+        GemmCall call() const { return GemmCall{CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &b, k, &a, k, &c, n}; }
     };
+    static std::string describe(const Args& args) { return args.call().describe(); }
     explicit CublasGemmBf16(const Args& args)
         : m_args(args),
           m_session(static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))
@@ -117,9 +145,9 @@ public:
     void run(cudaStream_t stream) override
     {
         const float alpha = 1.0f, beta = 0.0f;
-        const Args& g = m_args;
-        KF_CUBLAS_CHECK(cublasGemmEx(m_session.on(stream), CUBLAS_OP_T, CUBLAS_OP_N, g.n, g.m, g.k, &alpha, g.b.ptr,
-                                     CUDA_R_16BF, g.k, g.a.ptr, CUDA_R_16BF, g.k, &beta, g.c.ptr, CUDA_R_16BF, g.n,
+        GemmCall g = m_args.call();
+        KF_CUBLAS_CHECK(cublasGemmEx(m_session.on(stream), g.op_a, g.op_b, g.m, g.n, g.k, &alpha, g.a->ptr, CUDA_R_16BF,
+                                     g.lda, g.b->ptr, CUDA_R_16BF, g.ldb, &beta, g.c->ptr, CUDA_R_16BF, g.ldc,
                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
 
@@ -144,6 +172,12 @@ public:
         float a;
         TensorOperand x, y, z;
     };
+    static std::string describe(const Args& args)
+    {
+        return fmt::format("cudaMemcpyAsync dst={} src={} bytes={}; cublasSaxpy n={} alpha={} x={} incx=1 y={} incy=1",
+                           args.z.name, args.y.name, static_cast<size_t>(args.n) * sizeof(float), args.n, args.a,
+                           args.x.name, args.z.name);
+    }
     explicit CublasSaxpy(const Args& args) : m_args(args), m_session(CUBLAS_DEFAULT_MATH) {}
     void stage(cudaStream_t stream) override
     {
@@ -161,6 +195,25 @@ private:
     CublasSession m_session;
 };
 
+// The cublasSgeam operands of out = in^T: in (M x N row-major) is column-major N x M with ld N,
+// transposed to M x N; out (N x M row-major) is column-major M x N with ld M. B is scaled by 0 and
+// points at `in` (finite, in bounds) rather than at the NaN-poisoned output.
+struct GeamCall {
+    cublasOperation_t op_a, op_b;
+    int m, n;
+    const TensorOperand* a;
+    int lda;
+    const TensorOperand* b;
+    int ldb;
+    const TensorOperand* c;
+    int ldc;
+    std::string describe() const
+    {
+        return fmt::format("cublasSgeam transa={} transb={} m={} n={} alpha=1 A={} lda={} beta=0 B={} ldb={} C={} ldc={}",
+                           op_name(op_a), op_name(op_b), m, n, a->name, lda, b->name, ldb, c->name, ldc);
+    }
+};
+
 // out (N x M) = in (M x N)^T, both row-major.
 class CublasGeamTranspose : public VendorRoutine
 {
@@ -172,17 +225,19 @@ public:
               out(operands.tensor("out", "f32", product(rows, cols)))
         {
         }
+        GeamCall call() const { return GeamCall{CUBLAS_OP_T, CUBLAS_OP_N, rows, cols, &in, cols, &in, rows, &out, rows}; }
         int rows, cols;
         TensorOperand in, out;
     };
+    static std::string describe(const Args& args) { return args.call().describe(); }
     explicit CublasGeamTranspose(const Args& args) : m_args(args), m_session(CUBLAS_DEFAULT_MATH) {}
     void run(cudaStream_t stream) override
     {
         const float alpha = 1.0f, beta = 0.0f;
-        const auto* in = static_cast<const float*>(m_args.in.ptr);
-        KF_CUBLAS_CHECK(cublasSgeam(m_session.on(stream), CUBLAS_OP_T, CUBLAS_OP_N, m_args.rows, m_args.cols, &alpha, in,
-                                    m_args.cols, &beta, in, m_args.rows, static_cast<float*>(m_args.out.ptr),
-                                    m_args.rows));
+        GeamCall g = m_args.call();
+        KF_CUBLAS_CHECK(cublasSgeam(m_session.on(stream), g.op_a, g.op_b, g.m, g.n, &alpha,
+                                    static_cast<const float*>(g.a->ptr), g.lda, &beta, static_cast<const float*>(g.b->ptr),
+                                    g.ldb, static_cast<float*>(g.c->ptr), g.ldc));
     }
 
 private:
@@ -192,21 +247,21 @@ private:
 
 } // namespace
 
-std::unique_ptr<VendorRoutine> make_cublas_sgemm(const Operands& operands, Mode mode)
+std::unique_ptr<VendorRoutine> make_cublas_sgemm(const Operands& operands, Mode mode, std::string* call)
 {
-    return make_routine<CublasSgemm>(operands, mode);
+    return make_routine<CublasSgemm>(operands, mode, call);
 }
-std::unique_ptr<VendorRoutine> make_cublas_gemm_bf16(const Operands& operands, Mode mode)
+std::unique_ptr<VendorRoutine> make_cublas_gemm_bf16(const Operands& operands, Mode mode, std::string* call)
 {
-    return make_routine<CublasGemmBf16>(operands, mode);
+    return make_routine<CublasGemmBf16>(operands, mode, call);
 }
-std::unique_ptr<VendorRoutine> make_cublas_saxpy(const Operands& operands, Mode mode)
+std::unique_ptr<VendorRoutine> make_cublas_saxpy(const Operands& operands, Mode mode, std::string* call)
 {
-    return make_routine<CublasSaxpy>(operands, mode);
+    return make_routine<CublasSaxpy>(operands, mode, call);
 }
-std::unique_ptr<VendorRoutine> make_cublas_geam_transpose(const Operands& operands, Mode mode)
+std::unique_ptr<VendorRoutine> make_cublas_geam_transpose(const Operands& operands, Mode mode, std::string* call)
 {
-    return make_routine<CublasGeamTranspose>(operands, mode);
+    return make_routine<CublasGeamTranspose>(operands, mode, call);
 }
 
 std::string cublas_version()

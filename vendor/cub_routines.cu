@@ -59,6 +59,10 @@ public:
         const float* x;
         float* out;
     };
+    static std::string describe(const Args& a)
+    {
+        return "cub::DeviceReduce::Sum in=x out=out n=" + std::to_string(a.n);
+    }
     explicit CubReduceSum(const Args& args) : m_args(args), m_temp([this](size_t& bytes) { return sum(nullptr, bytes, nullptr); })
     {
     }
@@ -92,6 +96,10 @@ public:
         const uint32_t* in;
         uint32_t* out;
     };
+    static std::string describe(const Args& a)
+    {
+        return "cub::DeviceScan::InclusiveSum in=in out=out n=" + std::to_string(a.n);
+    }
     explicit CubInclusiveScan(const Args& args)
         : m_args(args), m_temp([this](size_t& bytes) { return scan(nullptr, bytes, nullptr); })
     {
@@ -129,6 +137,11 @@ public:
         const uint8_t* data;
         uint32_t* hist;
     };
+    static std::string describe(const Args& a)
+    {
+        return "cub::DeviceHistogram::HistogramEven in=data out=hist levels=" + std::to_string(k_histogram_levels) +
+               " lower=0 upper=256 n=" + std::to_string(a.n);
+    }
     explicit CubHistogramEven(const Args& args)
         : m_args(args), m_temp([this](size_t& bytes) { return histogram(nullptr, bytes, nullptr); })
     {
@@ -153,17 +166,17 @@ private:
 
 } // namespace
 
-std::unique_ptr<VendorRoutine> make_cub_reduce_sum(const Operands& operands, Mode mode)
+std::unique_ptr<VendorRoutine> make_cub_reduce_sum(const Operands& operands, Mode mode, std::string* call)
 {
-    return make_routine<CubReduceSum>(operands, mode);
+    return make_routine<CubReduceSum>(operands, mode, call);
 }
-std::unique_ptr<VendorRoutine> make_cub_inclusive_scan(const Operands& operands, Mode mode)
+std::unique_ptr<VendorRoutine> make_cub_inclusive_scan(const Operands& operands, Mode mode, std::string* call)
 {
-    return make_routine<CubInclusiveScan>(operands, mode);
+    return make_routine<CubInclusiveScan>(operands, mode, call);
 }
-std::unique_ptr<VendorRoutine> make_cub_histogram_even(const Operands& operands, Mode mode)
+std::unique_ptr<VendorRoutine> make_cub_histogram_even(const Operands& operands, Mode mode, std::string* call)
 {
-    return make_routine<CubHistogramEven>(operands, mode);
+    return make_routine<CubHistogramEven>(operands, mode, call);
 }
 
 std::string cub_version()

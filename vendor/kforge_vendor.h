@@ -92,7 +92,7 @@ extern "C" {
 #endif
 
 /* Raised whenever a declaration below changes meaning; the loader refuses other versions. */
-#define KFORGE_VENDOR_ABI_VERSION 1
+#define KFORGE_VENDOR_ABI_VERSION 2 /* 2: kforge_vendor_describe */
 
 enum {
     KFORGE_VENDOR_OK = 0,
@@ -150,6 +150,14 @@ KFORGE_VENDOR_API int kforge_vendor_prepare(const char* name, const KforgeVendor
  * every operand the routine needs is there with the right dtype and size. Needs no GPU. */
 KFORGE_VENDOR_API int kforge_vendor_check(const char* name, const KforgeVendorBindings* bindings, char* error,
                                           size_t error_len);
+
+/* Checks `bindings` as kforge_vendor_check does and writes into `call` the library calls the
+ * routine would make on them, with every size, leading dimension, transpose flag and operand
+ * (by the task's tensor names) that run() and stage() pass, e.g. "cublasGemmEx transa=N transb=N
+ * m=80 n=48 k=112 A=B lda=80 B=A ldb=112 C=C ldc=80 alpha=1 beta=0". Calls are separated by "; ",
+ * each is "name key=value ...". Needs no GPU; the tests replay these calls on the host. */
+KFORGE_VENDOR_API int kforge_vendor_describe(const char* name, const KforgeVendorBindings* bindings, char* call,
+                                             size_t call_len);
 
 /* Enqueues on `cu_stream` (a CUstream, which is a cudaStream_t) the work that must precede every
  * run and is not part of the measured routine: nothing for most routines; cublas_saxpy copies y

@@ -49,6 +49,14 @@ public:
         int64_t rows, cols, nnz;
         TensorOperand vals, y;
     };
+    static std::string describe(const Args& a)
+    {
+        return fmt::format("cudaMemsetAsync dst={} bytes={}; cusparseCreateConstCsr rows={} cols={} nnz={} row_ptr={} "
+                           "col_idx={} vals={} index=32I base=0; cusparseSpMV op=N alpha=1 x={} beta=0 y={} "
+                           "alg=default",
+                           a.y.name, static_cast<size_t>(a.rows) * sizeof(float), a.rows, a.cols, a.nnz,
+                           a.row_ptr.name, a.col_idx.name, a.vals.name, a.x.name, a.y.name);
+    }
     explicit CusparseSpmvCsr(const Args& args) : m_args(args)
     {
         attach_to_primary_context();
@@ -117,9 +125,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<VendorRoutine> make_cusparse_spmv_csr(const Operands& operands, Mode mode)
+std::unique_ptr<VendorRoutine> make_cusparse_spmv_csr(const Operands& operands, Mode mode, std::string* call)
 {
-    return make_routine<CusparseSpmvCsr>(operands, mode);
+    return make_routine<CusparseSpmvCsr>(operands, mode, call);
 }
 
 std::string cusparse_version()

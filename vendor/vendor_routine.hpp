@@ -123,14 +123,18 @@ public:
 
 enum class Mode { check, prepare };
 
-// A routine's factory reads the operands into the routine's Args (failing with bad_bindings) and,
-// in prepare mode only, creates the routine: checking a task's operands never touches CUDA.
-using RoutineFactory = std::unique_ptr<VendorRoutine> (*)(const Operands& operands, Mode mode);
+// A routine's factory reads the operands into the routine's Args (failing with bad_bindings),
+// writes into `call` (when given) the library call those Args give (Routine::describe, built from
+// the same values run() passes), and, in prepare mode only, creates the routine: checking a task's
+// operands never touches CUDA.
+using RoutineFactory = std::unique_ptr<VendorRoutine> (*)(const Operands& operands, Mode mode, std::string* call);
 
 template <typename Routine>
-std::unique_ptr<VendorRoutine> make_routine(const Operands& operands, Mode mode)
+std::unique_ptr<VendorRoutine> make_routine(const Operands& operands, Mode mode, std::string* call)
 {
     typename Routine::Args args(operands);
+    if (call)
+        *call = Routine::describe(args);
     if (mode == Mode::check)
         return nullptr;
     return std::make_unique<Routine>(args);
@@ -147,14 +151,14 @@ struct AttachedContext {
 };
 
 // The factories, one per routine; each file defines those of its library.
-std::unique_ptr<VendorRoutine> make_cublas_sgemm(const Operands& operands, Mode mode);
-std::unique_ptr<VendorRoutine> make_cublas_gemm_bf16(const Operands& operands, Mode mode);
-std::unique_ptr<VendorRoutine> make_cublas_saxpy(const Operands& operands, Mode mode);
-std::unique_ptr<VendorRoutine> make_cublas_geam_transpose(const Operands& operands, Mode mode);
-std::unique_ptr<VendorRoutine> make_cub_reduce_sum(const Operands& operands, Mode mode);
-std::unique_ptr<VendorRoutine> make_cub_inclusive_scan(const Operands& operands, Mode mode);
-std::unique_ptr<VendorRoutine> make_cub_histogram_even(const Operands& operands, Mode mode);
-std::unique_ptr<VendorRoutine> make_cusparse_spmv_csr(const Operands& operands, Mode mode);
+std::unique_ptr<VendorRoutine> make_cublas_sgemm(const Operands& operands, Mode mode, std::string* call);
+std::unique_ptr<VendorRoutine> make_cublas_gemm_bf16(const Operands& operands, Mode mode, std::string* call);
+std::unique_ptr<VendorRoutine> make_cublas_saxpy(const Operands& operands, Mode mode, std::string* call);
+std::unique_ptr<VendorRoutine> make_cublas_geam_transpose(const Operands& operands, Mode mode, std::string* call);
+std::unique_ptr<VendorRoutine> make_cub_reduce_sum(const Operands& operands, Mode mode, std::string* call);
+std::unique_ptr<VendorRoutine> make_cub_inclusive_scan(const Operands& operands, Mode mode, std::string* call);
+std::unique_ptr<VendorRoutine> make_cub_histogram_even(const Operands& operands, Mode mode, std::string* call);
+std::unique_ptr<VendorRoutine> make_cusparse_spmv_csr(const Operands& operands, Mode mode, std::string* call);
 
 // Versions of the linked libraries, e.g. "cuBLAS 13.1.0"; empty when the library is not built in.
 std::string cublas_version();
