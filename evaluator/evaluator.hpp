@@ -47,6 +47,18 @@ struct EvalResult {
     Evaluation evaluation;
 };
 
+// A vendor baseline the task names (tasks/*.json "baseline": {"vendor": [...]}), as this session
+// found it. A routine is timed only when it ran on the task's own generated inputs at every bench
+// shape and agreed with the reference there under the task's tolerance; otherwise `reason` says
+// why (library not built or not loadable, routine missing, operands that do not fit, disagreement
+// with the reference, a failing call) and speedups are reported against the reference alone.
+struct VendorBaselineStatus {
+    std::string routine;            // "cublas_sgemm"
+    std::string library;            // "cuBLAS", "CUB", "cuSPARSE"
+    bool timed = false;             // its measurements are among baselines()
+    std::string reason;             // why it is not timed; "" when timed
+};
+
 class CandidateEvaluator
 {
 public:
@@ -63,6 +75,8 @@ public:
     virtual Json environment() const = 0;
     // Baseline timings (reference, vendor libraries) per bench shape, measured in this session.
     virtual std::vector<Measurement> baselines() const = 0;
+    // The task's vendor baselines and whether each was timed (empty when the task names none).
+    virtual std::vector<VendorBaselineStatus> vendor_baselines() const { return {}; }
 };
 
 struct EvaluatorConfig {
@@ -72,7 +86,7 @@ struct EvaluatorConfig {
     uint64_t run_secret = 0;        // mixed into every input seed; never shown to a model
     std::chrono::milliseconds compile_deadline{60000};
     std::chrono::milliseconds launch_deadline{10000}; // one plan run on one shape
-    bool time_vendor_baselines = true;
+    bool time_vendor_baselines = true; // false: every vendor baseline is reported as switched off
     std::string worker_executable;  // the kforge binary for workers; empty: this very binary
 };
 

@@ -57,7 +57,10 @@ struct VariantResult {
     Json profile = Json::object();
 };
 
-double geomean_speedup(const std::vector<Measurement>& candidate, const std::vector<Measurement>& baseline)
+// Geomean over the candidate's bench measurements of baseline time / candidate time, the baseline
+// being `subject` ("reference" or a vendor routine); 0 when a shape lacks that baseline.
+double geomean_speedup(const std::vector<Measurement>& candidate, const std::vector<Measurement>& baseline,
+                       const std::string& subject = "reference")
 {
     double log_sum = 0;
     int count = 0;
@@ -65,7 +68,7 @@ double geomean_speedup(const std::vector<Measurement>& candidate, const std::vec
         if (m.subject != "candidate" || m.shape_set != "bench" || m.median_ns <= 0)
             continue;
         auto ref = std::find_if(baseline.begin(), baseline.end(), [&](const Measurement& b) {
-            return b.subject == "reference" && b.shape_label == m.shape_label && b.median_ns > 0;
+            return b.subject == subject && b.shape_label == m.shape_label && b.median_ns > 0;
         });
         if (ref == baseline.end())
             return 0;
@@ -87,6 +90,7 @@ public:
     double gpu_busy_fraction() const override;
     Json environment() const override { return m_environment; }
     std::vector<Measurement> baselines() const override { return m_baselines; }
+    std::vector<VendorBaselineStatus> vendor_baselines() const override { return m_vendor; }
 
 private:
     void prepare_loop();
@@ -96,6 +100,8 @@ private:
     VariantResult run_variant(const Variant& variant, const Plan& plan, bool verify_tests, const std::string& timing,
                               bool held_out, bool profile = false);
     void finish(uint64_t ticket, Evaluation evaluation);
+    void time_baselines();
+    Json baseline_summary(const Evaluation& evaluation) const;
 
     const Task& m_task;
     EvaluatorConfig m_config;
@@ -103,6 +109,8 @@ private:
     std::string m_arch;
     Json m_environment;
     std::vector<Measurement> m_baselines;
+    std::vector<VendorBaselineStatus> m_vendor;
+    Json m_vendor_library = Json::object();
     std::unique_ptr<CompilePool> m_pool;
     GpuWorkerClient m_worker;
 
@@ -140,15 +148,7 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config)
     if (std::string problem = m_worker.set_setup(setup, std::chrono::minutes(10)); !problem.empty())
         fail_runtime("the GPU worker could not set up task '{}': {}", task.name, problem);
 
-    // Baselines are timed once, to the confirmation standard, before any candidate.
-    WorkerReply reference = m_worker.request(Json{{"op", "time_reference"}, {"level", "confirm"}, {"deadline_ms", 60000}},
-                                             std::chrono::minutes(10));
-    if (reference.failure != WorkerFailure::none || !reference.body.value("ok", false))
-        fail_runtime("timing the reference of '{}' failed: {}", task.name,
-                     reference.failure != WorkerFailure::none ? reference.failure_message
-                                                              : reference.body.value("error", "unknown error"));
-    for (const auto& m : reference.body.at("measurements"))
-        m_baselines.push_back(measurement_from_json(m));
+    time_baselines();
 
     CompilePoolConfig pool;
     pool.workers = config.compile_workers;
@@ -158,12 +158,17 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config)
     m_pool = std::make_unique<CompilePool>(pool);
 
     const Json& setup_reply = m_worker.setup_reply();
+    Json vendor_json = Json::array();
+    for (const auto& status : m_vendor)
+        vendor_json.push_back(vendor_status_to_json(status));
     m_environment = Json{{"device", m_facts.to_json()},
                          {"arch", m_arch},
                          {"nvrtc", nvrtc_version()},
                          {"peaks", setup_reply.value("peaks", Json::object())},
                          {"compile_workers", m_pool->workers()},
                          {"launch_deadline_ms", config.launch_deadline.count()},
+                         {"vendor_baselines", vendor_json},
+                         {"vendor_library", m_vendor_library},
                          {"timing", Json{{"method", "CUPTI activity kernel spans, L2 flushed per sample, median"},
                                          {"flush_bytes", std::max<int64_t>(int64_t{256} << 20, 4LL * m_facts.l2_bytes)}}}};
 
@@ -171,6 +176,70 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config)
     for (size_t i = 0; i < preparers; ++i)
         m_threads.emplace_back([this] { prepare_loop(); });
     m_threads.emplace_back([this] { gpu_loop(); });
+}
+
+// Baselines are timed once, to the confirmation standard, before any candidate: the reference and
+// the task's vendor routines interleaved. Should that fail because of a vendor routine (it faulted
+// and took the worker with it), the reference is timed again alone and the routines are reported
+// unavailable with the failure.
+void GpuEvaluator::time_baselines()
+{
+    auto request = [&](bool vendor) {
+        return m_worker.request(Json{{"op", "time_reference"}, {"level", "confirm"}, {"deadline_ms", 60000}, {"vendor", vendor}},
+                                std::chrono::minutes(10));
+    };
+    auto failure_of = [](const WorkerReply& reply) {
+        if (reply.failure != WorkerFailure::none)
+            return reply.failure_message;
+        return reply.body.value("ok", false) ? std::string() : reply.body.value("error", std::string("unknown error"));
+    };
+    bool vendor = m_config.time_vendor_baselines && !m_task.vendor_baselines.empty();
+    WorkerReply reply = request(vendor);
+    std::string failure = failure_of(reply);
+    std::string vendor_failure;
+    if (!failure.empty() && vendor) {
+        log_warn("timing the vendor baselines of '{}' failed ({}); timing the reference alone", m_task.name, failure);
+        vendor_failure = failure;
+        reply = request(false);
+        failure = failure_of(reply);
+    }
+    if (!failure.empty())
+        fail_runtime("timing the reference of '{}' failed: {}", m_task.name, failure);
+    for (const auto& m : reply.body.at("measurements"))
+        m_baselines.push_back(measurement_from_json(m));
+    m_vendor_library = reply.body.value("vendor_library", Json::object());
+    for (const auto& status : reply.body.value("vendor", Json::array()))
+        m_vendor.push_back(vendor_status_from_json(status));
+    for (auto& status : m_vendor) {
+        if (!vendor_failure.empty())
+            status.reason = "timing the vendor baselines failed: " + vendor_failure;
+        else if (!m_config.time_vendor_baselines)
+            status.reason = "vendor baselines are switched off for this run";
+        if (status.timed)
+            log_info("baseline {} ({}) timed on every bench shape", status.routine, status.library);
+        else
+            log_warn("vendor baseline {} is unavailable; speedups are against the reference only: {}", status.routine,
+                     status.reason);
+    }
+}
+
+// What a candidate's speedup is measured against: the first vendor routine that was timed, else
+// the reference (the fallback when the library is missing or disagreed).
+Json GpuEvaluator::baseline_summary(const Evaluation& evaluation) const
+{
+    Json unavailable = Json::array();
+    for (const auto& status : m_vendor) {
+        if (!status.timed) {
+            unavailable.push_back(vendor_status_to_json(status));
+            continue;
+        }
+        double speedup = geomean_speedup(evaluation.measurements, m_baselines, status.routine);
+        if (speedup > 0)
+            return Json{{"subject", status.routine}, {"library", status.library}, {"speedup", speedup},
+                        {"unavailable", unavailable}};
+    }
+    return Json{{"subject", "reference"}, {"library", ""}, {"speedup", evaluation.fitness.value_or(0.0)},
+                {"unavailable", unavailable}};
 }
 
 GpuEvaluator::~GpuEvaluator()
@@ -470,6 +539,7 @@ Evaluation GpuEvaluator::evaluate(Prepared& prepared)
     evaluation.fitness = fitness > 0 ? fitness : best_fitness;
     evaluation.metrics["resources"] = last.resources;
     evaluation.metrics["notes"] = last.notes;
+    evaluation.metrics["baseline"] = baseline_summary(evaluation);
     if (!last.profile.empty())
         evaluation.metrics["profile"] = last.profile;
     evaluation.metrics["ptxas"] = Json::array();

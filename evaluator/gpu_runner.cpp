@@ -308,7 +308,7 @@ Measurement CandidateRunner::to_measurement(const SampleStats& stats, const Shap
     return m;
 }
 
-static TimingSettings settings_for(TimingLevel level)
+TimingSettings timing_settings_for(TimingLevel level)
 {
     switch (level) {
     case TimingLevel::sweep: return sweep_timing();
@@ -333,7 +333,7 @@ std::optional<Verdict> CandidateRunner::time_shape(const Loaded& loaded, const S
         subjects.push_back(subject_for("reference", m_reference, *ref_plan, ref_bound));
     }
     bool timed_out = false;
-    std::vector<SampleStats> stats = m_timer.measure(subjects, settings_for(level), deadline, timed_out);
+    std::vector<SampleStats> stats = m_timer.measure(subjects, timing_settings_for(level), deadline, timed_out);
     if (timed_out) {
         outcome.restart_worker = true;
         return make_verdict(VerdictKind::timeout, fmt::format("a timed run did not finish within {:.1f} s on shape {}",
@@ -385,28 +385,6 @@ void CandidateRunner::profile_largest(const Loaded& loaded, VariantOutcome& outc
     outcome.profile = Json{{"shape", shape.label}};
     for (const auto& [name, value] : values)
         outcome.profile[name] = value;
-}
-
-std::vector<Measurement> CandidateRunner::time_reference(TimingLevel level, std::chrono::milliseconds deadline,
-                                                         std::string& problem)
-{
-    std::vector<Measurement> out;
-    for (const auto& shape : m_task.bench) {
-        m_workspace.prepare(shape, 0);
-        ResolvedPlan plan = resolve_plan(m_task, m_reference_plan, shape, m_reference_params);
-        Bound bound = bind(plan);
-        bool timed_out = false;
-        std::vector<SampleStats> stats =
-            m_timer.measure({subject_for("reference", m_reference, plan, bound)}, settings_for(level), deadline, timed_out);
-        if (timed_out || stats.empty() || !stats[0].problem.empty()) {
-            problem = timed_out ? fmt::format("the reference timed out on {}", shape.label)
-                                : fmt::format("timing the reference on {} failed: {}", shape.label,
-                                              stats.empty() ? "no samples" : stats[0].problem);
-            return out;
-        }
-        out.push_back(to_measurement(stats[0], shape, "reference", level));
-    }
-    return out;
 }
 
 } // namespace kforge

@@ -20,6 +20,7 @@
 
 #include "core/candidate.hpp"
 #include "core/task.hpp"
+#include "evaluator/evaluator.hpp"
 #include "evaluator/gpu_profile.hpp"
 #include "evaluator/gpu_timing.hpp"
 #include "evaluator/gpu_workspace.hpp"
@@ -49,6 +50,19 @@ struct VariantOutcome {
     Json profile = Json::object();           // metric -> value, or {"unavailable": why}
 };
 
+// The baselines of a session: the reference and the task's vendor routines on every bench shape.
+struct BaselineTimings {
+    std::vector<Measurement> measurements;    // subject "reference" or a routine name ("cublas_sgemm")
+    std::vector<VendorBaselineStatus> vendor; // one per routine the task names, in its order
+    std::string problem;                      // non-empty: the reference itself could not be timed
+};
+
+class VendorBaseline;
+class VendorLibrary;
+
+// The timing settings of a level (quick for none).
+TimingSettings timing_settings_for(TimingLevel level);
+
 class CandidateRunner
 {
 public:
@@ -57,8 +71,13 @@ public:
                     const Plan& reference_plan, ParamPoint reference_params, RangeProfiler& profiler);
 
     VariantOutcome run(const VariantRequest& request);
-    // Times the reference alone on every bench shape.
-    std::vector<Measurement> time_reference(TimingLevel level, std::chrono::milliseconds deadline, std::string& problem);
+    // Times the reference on every bench shape and, with a `library`, the task's vendor routines
+    // interleaved with it sample by sample (gpu_baselines.cpp). Each routine is first prepared on
+    // the shape's generated inputs and checked against the reference outputs under the task's
+    // tolerance; one that cannot be prepared, disagrees or fails is left out with the reason (a
+    // disagreement means kforge's operand mapping for it is wrong). A routine is timed on all bench
+    // shapes or on none. Without a library every routine is reported as switched off.
+    BaselineTimings time_baselines(TimingLevel level, const VendorLibrary* library, std::chrono::milliseconds deadline);
 
 private:
     struct Loaded;
@@ -82,6 +101,9 @@ private:
     void profile_largest(const Loaded& loaded, VariantOutcome& outcome);
     TimingSubject subject_for(const std::string& label, const LoadedKernels& kernels, const ResolvedPlan& plan,
                               Bound& bound);
+    // Runs a prepared vendor routine once on the loaded shape and checks it: "" or the problem.
+    std::string check_vendor_run(const VendorBaseline& baseline, const Shape& shape,
+                                 std::chrono::milliseconds deadline);
     Measurement to_measurement(const SampleStats& stats, const Shape& shape, const std::string& subject,
                                TimingLevel level) const;
 

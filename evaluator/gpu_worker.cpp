@@ -11,6 +11,7 @@
 #include "evaluator/compile.hpp"
 #include "evaluator/cupti_activity.hpp"
 #include "evaluator/gpu_runner.hpp"
+#include "evaluator/vendor_baseline.hpp"
 #include "evaluator/worker_protocol.hpp"
 #include "util/subprocess.hpp"
 
@@ -148,20 +149,29 @@ Json handle_setup(WorkerState& state, const Json& request)
                 {"counters", state.profiler->problem()}};
 }
 
+// The session's baselines: the reference and, when asked, the task's vendor routines.
 Json handle_time_reference(WorkerState& state, const Json& request)
 {
     if (!state.runner)
         return Json{{"ok", false}, {"error", "time_reference before setup"}};
-    std::string problem;
-    auto measurements = state.runner->time_reference(parse_level(request.value("level", "quick")),
-                                                     std::chrono::milliseconds(request.value("deadline_ms", 60000)),
-                                                     problem);
-    if (!problem.empty())
-        return Json{{"ok", false}, {"error", problem}};
+    const VendorLibrary* library = nullptr;
+    Json library_json = Json::object();
+    if (request.value("vendor", false) && !state.task->vendor_baselines.empty()) {
+        library = &VendorLibrary::shared();
+        library_json = Json{{"path", library->path().string()}, {"versions", library->versions()},
+                            {"reason", library->reason()}};
+    }
+    BaselineTimings timings = state.runner->time_baselines(parse_level(request.value("level", "quick")), library,
+                                                           std::chrono::milliseconds(request.value("deadline_ms", 60000)));
+    if (!timings.problem.empty())
+        return Json{{"ok", false}, {"error", timings.problem}};
     Json list = Json::array();
-    for (const auto& m : measurements)
+    for (const auto& m : timings.measurements)
         list.push_back(measurement_to_json(m));
-    return Json{{"ok", true}, {"measurements", list}};
+    Json vendor = Json::array();
+    for (const auto& status : timings.vendor)
+        vendor.push_back(vendor_status_to_json(status));
+    return Json{{"ok", true}, {"measurements", list}, {"vendor", vendor}, {"vendor_library", library_json}};
 }
 
 Json handle_run_variant(WorkerState& state, const Json& request)

@@ -1,4 +1,4 @@
-// CBOR framing of worker messages and the Measurement codec.
+// CBOR framing of worker messages and the Measurement and VendorBaselineStatus codecs.
 #include "evaluator/worker_protocol.hpp"
 
 #include <stdexcept>
@@ -45,6 +45,22 @@ Measurement measurement_from_json(const Json& json)
     m.below_roofline = json.value("below_roofline", false);
     m.roofline_ns = json.value("roofline_ns", 0.0);
     return m;
+}
+
+Json vendor_status_to_json(const VendorBaselineStatus& status)
+{
+    return Json{{"routine", status.routine}, {"library", status.library}, {"timed", status.timed},
+                {"reason", status.reason}};
+}
+
+VendorBaselineStatus vendor_status_from_json(const Json& json)
+{
+    VendorBaselineStatus status;
+    status.routine = json.value("routine", "");
+    status.library = json.value("library", "");
+    status.timed = json.value("timed", false);
+    status.reason = json.value("reason", "");
+    return status;
 }
 
 } // namespace kforge

@@ -4,7 +4,9 @@
 // Requests carry "op"; replies carry "ok" and either the result or "error". Operations:
 //   device          -> {"device": DeviceFacts, "cupti": "" or why activity tracing is unavailable}
 //   setup           {task_path, run_secret, cache_dir} -> {"peaks", "reference_kernels", timings}
-//   time_reference  {level, deadline_ms} -> {"measurements": [...]}
+//   time_reference  {level, deadline_ms, vendor} -> {"measurements": [...], "vendor": [VendorBaselineStatus],
+//                   "vendor_library": {path, versions, reason}}; with vendor true, the task's vendor
+//                   baselines are checked against the reference and timed interleaved with it
 //   run_variant     {cubin, plan, params, verify_tests, verify_held_out, timing, deadline_ms}
 //                   -> {"verdict", "restart", "measurements", "resources", "notes"}
 // A reply with "restart": true means the worker's CUDA context is unusable; the worker exits right
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "core/candidate.hpp"
+#include "evaluator/evaluator.hpp"
 #include "util/json_reader.hpp"
 
 namespace kforge {
@@ -24,6 +27,8 @@ Json decode_message(const std::string& frame);
 
 Json measurement_to_json(const Measurement& m);
 Measurement measurement_from_json(const Json& json);
+Json vendor_status_to_json(const VendorBaselineStatus& status);
+VendorBaselineStatus vendor_status_from_json(const Json& json);
 
 // The body of `kforge __worker gpu`.
 int run_gpu_worker();

@@ -2,7 +2,9 @@
 //
 // The full path runs the same evaluator the search uses, to the confirmation standard by default
 // (the numbers a user quotes), and prints the verdict with its message, a per-shape table against
-// the reference and the roofline, and the metrics. `--compile-only --arch sm_90a` needs no GPU.
+// the reference, the task's vendor baseline (when timed) and the roofline, and the metrics.
+// `--compile-only --arch sm_90a` needs no GPU.
+#include <algorithm>
 #include <array>
 #include <memory>
 
@@ -145,11 +147,18 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
     Json environment = evaluator->environment();
     DevicePeaks peaks = DevicePeaks::from_json(environment.value("peaks", Json::object()));
     std::vector<Measurement> baselines = evaluator->baselines();
+    // The vendor column: the first of the task's vendor routines that was timed.
+    std::vector<VendorBaselineStatus> vendor_statuses = evaluator->vendor_baselines();
+    auto vendor_timed = std::find_if(vendor_statuses.begin(), vendor_statuses.end(),
+                                     [](const VendorBaselineStatus& v) { return v.timed; });
+    std::string vendor_subject = vendor_timed == vendor_statuses.end() ? "" : vendor_timed->routine;
 
     Json shapes = Json::array();
     TextTable table({{"shape"}, {"median", TextTable::Align::right}, {"IQR", TextTable::Align::right},
                      {"samples", TextTable::Align::right}, {"reference", TextTable::Align::right},
-                     {"speedup", TextTable::Align::right}, {"% roofline", TextTable::Align::right},
+                     {"speedup", TextTable::Align::right},
+                     {vendor_subject.empty() ? "vendor" : vendor_timed->library, TextTable::Align::right},
+                     {"vs vendor", TextTable::Align::right}, {"% roofline", TextTable::Align::right},
                      {"% measured BW roofline", TextTable::Align::right}});
     for (const auto& m : evaluation.measurements) {
         if (m.subject != "candidate")
@@ -165,16 +174,24 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
                 shape = &s;
         RooflinePoint roof = shape ? roofline_at(task, *shape, peaks) : RooflinePoint{};
         double speedup = ref && m.median_ns > 0 ? ref->median_ns / m.median_ns : 0;
+        auto vendor = std::find_if(baselines.begin(), baselines.end(), [&](const Measurement& b) {
+            return !vendor_subject.empty() && b.subject == vendor_subject && b.shape_label == m.shape_label;
+        });
+        double vendor_ns = vendor == baselines.end() ? 0 : vendor->median_ns;
+        double vendor_speedup = vendor_ns > 0 && m.median_ns > 0 ? vendor_ns / m.median_ns : 0;
         shapes.push_back(Json{{"shape", m.shape_label}, {"median_ns", m.median_ns}, {"q1_ns", m.q1_ns},
                               {"q3_ns", m.q3_ns}, {"samples", m.samples}, {"discarded", m.discarded},
                               {"sm_clock_mhz", m.sm_clock_mhz}, {"reference_ns", ref ? ref->median_ns : 0},
-                              {"speedup", speedup}, {"roofline_floor_ns", roof.floor_ns},
+                              {"speedup", speedup}, {"vendor_subject", vendor_subject}, {"vendor_ns", vendor_ns},
+                              {"vendor_speedup", vendor_speedup}, {"roofline_floor_ns", roof.floor_ns},
                               {"roofline_fraction", m.median_ns > 0 ? roof.floor_ns / m.median_ns : 0},
                               {"measured_roofline_fraction", m.median_ns > 0 ? roof.measured_floor_ns / m.median_ns : 0},
                               {"below_roofline", m.below_roofline}});
         table.add_row({m.shape_label, format_duration_ns(m.median_ns), format_duration_ns(m.q3_ns - m.q1_ns),
                        std::to_string(m.samples), ref ? format_duration_ns(ref->median_ns) : "-",
                        speedup > 0 ? fmt::format("{:.2f}x", speedup) : "-",
+                       vendor_ns > 0 ? format_duration_ns(vendor_ns) : "-",
+                       vendor_speedup > 0 ? fmt::format("{:.2f}x", vendor_speedup) : "-",
                        m.median_ns > 0 ? fmt::format("{:.1f}%", 100 * roof.floor_ns / m.median_ns) : "-",
                        m.median_ns > 0 ? fmt::format("{:.1f}%", 100 * roof.measured_floor_ns / m.median_ns) : "-"});
     }
@@ -185,6 +202,7 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
                 {"fitness", evaluation.fitness ? Json(*evaluation.fitness) : Json()},
                 {"params", evaluation.best_params},
                 {"shapes", shapes},
+                {"baseline", evaluation.metrics.value("baseline", Json::object())},
                 {"descriptors", evaluation.descriptors},
                 {"metrics", evaluation.metrics},
                 {"environment", environment},
@@ -200,6 +218,9 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
                        describe_param_point(evaluation.best_params));
         if (!table.empty())
             fmt::print("{}", table.render());
+        for (const auto& status : vendor_statuses)
+            fmt::print("vendor baseline {} ({}): {}\n", status.routine, status.library,
+                       status.timed ? "timed on every bench shape" : "unavailable, speedups are vs the reference: " + status.reason);
         if (evaluation.metrics.contains("profile")) {
             const Json& profile = evaluation.metrics["profile"];
             if (profile.contains("unavailable"))

@@ -417,6 +417,18 @@ const std::vector<std::string>& known_vendor_baselines()
     return k_names;
 }
 
+std::string_view vendor_baseline_library(std::string_view routine)
+{
+    const auto& known = known_vendor_baselines();
+    if (std::find(known.begin(), known.end(), routine) == known.end())
+        return "";
+    if (routine.rfind("cublas_", 0) == 0)
+        return "cuBLAS";
+    if (routine.rfind("cusparse_", 0) == 0)
+        return "cuSPARSE";
+    return "CUB";
+}
+
 const ArgSpec* Task::find_arg(std::string_view arg_name) const
 {
     for (const auto& arg : args)

@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -195,5 +196,8 @@ CsrSizes csr_sizes(const Task& task, const ArgSpec& row_ptr_arg, const Shape& sh
 
 // The vendor baselines kforge knows how to time (the evaluator implements them).
 const std::vector<std::string>& known_vendor_baselines();
+// The library a vendor baseline comes from, for reports ("vs cuBLAS"): "cuBLAS", "CUB" or
+// "cuSPARSE"; "" for a name that is not a known vendor baseline (e.g. "reference").
+std::string_view vendor_baseline_library(std::string_view routine);
 
 } // namespace kforge
