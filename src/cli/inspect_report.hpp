@@ -18,6 +18,7 @@ struct InspectOptions
     bool failures = false;          // also list recent failures
     bool calls = false;             // also list LLM usage per model and recent calls
     std::optional<int64_t> lineage; // also show this candidate's ancestry
+    bool grid = false;              // also draw each island's MAP-Elites grid
     size_t limit = 30;              // rows of the failure and call lists
     bool json = false;
 };
@@ -28,5 +29,11 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
 
 // The text view of a report from build_inspect_report().
 std::string render_inspect_text(const Json& report);
+
+// The MAP-Elites grids of every island (cmd_inspect_grid.cpp): the axes and bins, and per island
+// its current elites with their cells and fitness.
+Json grid_section(const Archive& archive);
+// Each island's grid as a text heatmap.
+std::string render_grid_text(const Json& grid);
 
 } // namespace kforge
