@@ -31,7 +31,7 @@ std::string load_or_compile(const std::string& arch, const std::filesystem::path
     request.source = k_internal_kernels_source;
     request.arch = arch;
     request.kernels = {"kforge_generate", "kforge_fill_pattern", "kforge_checksum", "kforge_compare",
-                       "kforge_abs_stats", "kforge_clock_probe"};
+                       "kforge_abs_stats", "kforge_clock_probe", "kforge_flush_read"};
     std::filesystem::path cached;
     if (!cache_dir.empty()) {
         cached = cache_dir / fmt::format("internal-{}.cubin", compile_cache_key(request));
@@ -69,6 +69,7 @@ InternalKernels::InternalKernels(const GpuContext& context, const std::filesyste
       m_generate(m_module.function("kforge_generate")), m_fill(m_module.function("kforge_fill_pattern")),
       m_checksum(m_module.function("kforge_checksum")), m_compare(m_module.function("kforge_compare")),
       m_abs_stats(m_module.function("kforge_abs_stats")), m_clock(m_module.function("kforge_clock_probe")),
+      m_flush_read(m_module.function("kforge_flush_read")),
       m_result(64)
 {
 }
@@ -142,6 +143,14 @@ std::pair<double, double> InternalKernels::abs_stats(CUdeviceptr data, uint64_t 
     double max_abs;
     std::memcpy(&max_abs, &host.max_abs_bits, sizeof max_abs);
     return {host.sum_abs, max_abs};
+}
+
+void InternalKernels::flush_read(CUdeviceptr data, uint64_t bytes) const
+{
+    uint64_t words = bytes / 8;
+    CUdeviceptr sink = m_result.get();
+    void* args[] = {&data, &words, &sink};
+    launch_grid_stride(m_flush_read, words, args);
 }
 
 void InternalKernels::clock_probe(CUdeviceptr slot) const

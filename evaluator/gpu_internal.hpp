@@ -36,6 +36,8 @@ public:
                            double atol, double rtol) const;
     // Sum and maximum of |x| over finite elements.
     std::pair<double, double> abs_stats(CUdeviceptr data, uint64_t count, int dtype) const;
+    // Asynchronous: reads `bytes` of `data` so L2 holds only clean lines of it (an L2 flush).
+    void flush_read(CUdeviceptr data, uint64_t bytes) const;
     // Asynchronous: writes (clock64, globaltimer) of SM 0 into two u64 at `slot`.
     void clock_probe(CUdeviceptr slot) const;
 
@@ -46,7 +48,7 @@ private:
 
     const GpuContext& m_context;
     Module m_module;
-    CUfunction m_generate, m_fill, m_checksum, m_compare, m_abs_stats, m_clock;
+    CUfunction m_generate, m_fill, m_checksum, m_compare, m_abs_stats, m_clock, m_flush_read;
     DeviceMemory m_result;        // scratch for reductions
     double m_compile_seconds = 0;
 };

@@ -95,7 +95,7 @@ Timer::Timer(const GpuContext& context, const InternalKernels& kernels, size_t f
 
 void Timer::enqueue_flush() const
 {
-    KF_CU_CHECK(driver().cuMemsetD32Async(m_flush.get(), 0x5a5a5a5a, m_flush.bytes() / 4, m_context.stream()));
+    m_kernels.flush_read(m_flush.get(), m_flush.bytes());
 }
 
 std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjects, const TimingSettings& settings,
@@ -141,18 +141,36 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
     double nominal_mhz = m_context.facts().clock_khz / 1000.0;
     int batch = 1;
     double accumulated = 0;
+    bool any_library = std::any_of(subjects.begin(), subjects.end(), [](const TimingSubject& t) { return t.kernel_names.empty(); });
 
     for (;;) {
         int slots = batch * static_cast<int>(subjects.size());
         KF_CU_CHECK(cu.cuMemsetD8Async(m_probe_slots.get(), 0, static_cast<size_t>(slots) * 4 * sizeof(uint64_t), stream));
+        // Records for each (sample, subject), in order. Library calls (no known kernel list) are
+        // synced one by one so that whatever kernels they launch are attributed to them alone.
+        std::vector<std::vector<KernelRecord>> sample_records(static_cast<size_t>(slots));
+        auto drain_candidates = [] {
+            std::vector<KernelRecord> records;
+            for (auto& r : ActivityTracer::drain())
+                if (r.name.rfind(k_internal_prefix, 0) != 0)
+                    records.push_back(std::move(r));
+            return records;
+        };
         for (int b = 0; b < batch; ++b) {
             for (size_t s = 0; s < subjects.size(); ++s) {
-                CUdeviceptr slot = m_probe_slots.get() + static_cast<size_t>(b * subjects.size() + s) * 4 * sizeof(uint64_t);
-                KF_CU_CHECK(cu.cuMemsetD32Async(m_flush.get(), static_cast<unsigned>(b + 1), m_flush.bytes() / 4, stream));
+                size_t index = static_cast<size_t>(b) * subjects.size() + s;
+                CUdeviceptr slot = m_probe_slots.get() + index * 4 * sizeof(uint64_t);
+                // Reset first (its memsets dirty L2), then flush: the timed run starts from a clean L2.
                 subjects[s].reset();
+                m_kernels.flush_read(m_flush.get(), m_flush.bytes());
                 m_kernels.clock_probe(slot);
                 subjects[s].launch();
                 m_kernels.clock_probe(slot + 2 * sizeof(uint64_t));
+                if (any_library) {
+                    if (!wait(1))
+                        return {};
+                    sample_records[index] = drain_candidates();
+                }
             }
         }
         if (!wait(slots))
@@ -160,30 +178,40 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
         std::vector<uint64_t> probes(static_cast<size_t>(slots) * 4);
         KF_CU_CHECK(cu.cuMemcpyDtoH(probes.data(), m_probe_slots.get(), probes.size() * sizeof(uint64_t)));
 
-        std::vector<KernelRecord> records;
-        for (auto& r : ActivityTracer::drain())
-            if (r.name.rfind(k_internal_prefix, 0) != 0)
-                records.push_back(std::move(r));
-        size_t expected = 0;
-        for (const auto& subject : subjects)
-            expected += subject.kernel_names.size() * static_cast<size_t>(batch);
-        if (records.size() != expected) {
-            for (auto& stats : result)
-                stats.problem = fmt::format("CUPTI saw {} kernel executions where the plan launches {}: extra or "
-                                            "missing kernels mean work the timing cannot attribute",
-                                            records.size(), expected);
-            return result;
+        if (!any_library) {
+            std::vector<KernelRecord> records = drain_candidates();
+            size_t expected = 0;
+            for (const auto& subject : subjects)
+                expected += subject.kernel_names.size() * static_cast<size_t>(batch);
+            if (records.size() != expected) {
+                for (auto& stats : result)
+                    stats.problem = fmt::format("CUPTI saw {} kernel executions where the plan launches {}: extra or "
+                                                "missing kernels mean work the timing cannot attribute",
+                                                records.size(), expected);
+                return result;
+            }
+            size_t next = 0;
+            for (size_t index = 0; index < sample_records.size(); ++index)
+                for (size_t k = 0; k < subjects[index % subjects.size()].kernel_names.size(); ++k)
+                    sample_records[index].push_back(records[next++]);
         }
-        size_t next = 0;
         for (int b = 0; b < batch; ++b) {
             for (size_t s = 0; s < subjects.size(); ++s) {
                 const auto& names = subjects[s].kernel_names;
+                const auto& mine = sample_records[static_cast<size_t>(b) * subjects.size() + s];
+                if (names.empty() ? mine.empty() : mine.size() != names.size()) {
+                    result[s].problem = fmt::format("{} ran {} kernels where {} were expected", subjects[s].label,
+                                                    mine.size(), names.empty() ? "some" : std::to_string(names.size()));
+                    return result;
+                }
                 uint64_t first_start = UINT64_MAX, last_end = 0;
-                for (size_t k = 0; k < names.size(); ++k, ++next) {
-                    const KernelRecord& r = records[next];
-                    if (r.name != names[k] || r.device_launched || r.start_ns == 0 || r.end_ns < r.start_ns) {
+                for (size_t k = 0; k < mine.size(); ++k) {
+                    const KernelRecord& r = mine[k];
+                    bool name_ok = names.empty() || r.name == names[k];
+                    if (!name_ok || r.device_launched || r.start_ns == 0 || r.end_ns < r.start_ns) {
                         result[s].problem = fmt::format("unexpected kernel record '{}' where '{}' was launched{}",
-                                                        r.name, names[k], r.device_launched ? " (device-launched)" : "");
+                                                        r.name, names.empty() ? "a library call" : names[k],
+                                                        r.device_launched ? " (device-launched)" : "");
                         return result;
                     }
                     first_start = std::min(first_start, r.start_ns);
@@ -219,7 +247,7 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
             break;
         // Grow batches toward ~10 ms of kernel time each.
         double per_run = fewest > 0 ? per_subject_time / static_cast<double>(fewest) : 1e-3;
-        batch = std::clamp(static_cast<int>(0.01 / std::max(per_run, 1e-6)), 1, k_max_batch);
+        batch = any_library ? 1 : std::clamp(static_cast<int>(0.01 / std::max(per_run, 1e-6)), 1, k_max_batch);
     }
 
     bool dropped = ActivityTracer::dropped() != dropped_before;

@@ -42,7 +42,9 @@ struct TimingSubject {
     std::string label;
     std::function<void()> reset;            // enqueue output reset (poison/restore), outside the timed span
     std::function<void()> launch;           // enqueue the plan's launches
-    std::vector<std::string> kernel_names;  // expected CUPTI records per run, in order
+    // Expected CUPTI records per run, in order. Empty for a library call (a vendor baseline): then
+    // whatever kernels it launches count, and its samples are taken one by one.
+    std::vector<std::string> kernel_names;
 };
 
 struct SampleStats {

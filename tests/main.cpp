@@ -10,7 +10,10 @@
 #include <thread>
 
 #include "test_support.hpp"
+#include "evaluator/worker_protocol.hpp"
 #include "util/subprocess.hpp"
+
+#include <unistd.h>
 
 namespace {
 // A child for the subprocess tests: echoes frames, sleeps or crashes on request.
@@ -26,10 +29,34 @@ int run_echo_child()
     }
     return 0;
 }
+// A stand-in GPU worker (`__worker gpu`) for the respawn tests: the same framed CBOR protocol,
+// answering "ping", crashing on "crash", hanging on "hang", asking for a restart on "poison".
+int run_fake_gpu_worker()
+{
+    auto channel = kforge::ParentChannel::adopt();
+    int served = 0;
+    while (auto frame = channel.receive()) {
+        kforge::Json request = kforge::decode_message(*frame);
+        std::string op = request.value("op", "");
+        if (op == "crash")
+            std::raise(SIGSEGV);
+        if (op == "hang")
+            std::this_thread::sleep_for(std::chrono::hours(1));
+        kforge::Json reply{{"ok", true}, {"served", ++served}, {"pid", static_cast<int>(::getpid())}};
+        if (op == "poison")
+            reply["restart"] = true;
+        channel.send(kforge::encode_message(reply));
+        if (op == "poison")
+            return 0;
+    }
+    return 0;
+}
 } // namespace
 
 int main(int argc, char** argv)
 {
+    if (argc == 3 && std::string(argv[1]) == "__worker" && std::string(argv[2]) == "gpu")
+        return run_fake_gpu_worker();
     if (argc == 2 && std::string(argv[1]) == "--kforge-test-echo-child")
         return run_echo_child();
     bool gpu_selected = false;

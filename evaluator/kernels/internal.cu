@@ -96,6 +96,19 @@ extern "C" __global__ void kforge_abs_stats(const void* data, kf_u64 n, int dtyp
     atomicMax(&out->max_abs_bits, max_bits);
 }
 
+// Reads `words` 16-byte words and keeps their sum only if it is impossible, so nothing is written:
+// L2 ends up holding clean lines of this buffer, and every dirty line the previous run left has
+// been written back before the next timed run starts (a memset flush would leave L2 full of dirty
+// lines whose write-back then competes with the timed kernel).
+extern "C" __global__ void kforge_flush_read(const kf_u64* data, kf_u64 words, kf_u64* sink)
+{
+    kf_u64 acc = 0;
+    KF_GRID_STRIDE(i, words)
+        acc ^= data[i];
+    if (acc == 0x0123456789abcdefULL)
+        *sink = acc;
+}
+
 // Records (clock64, globaltimer) from a block on SM 0. Launched with several blocks per SM so one
 // lands there; comparing two probes gives the SM clock over the interval between them.
 extern "C" __global__ void kforge_clock_probe(kf_u64* slot)

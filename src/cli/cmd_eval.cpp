@@ -29,6 +29,7 @@ struct EvalCommandOptions {
     std::string arch;
     bool quick = false;
     bool held_out = false;
+    bool profile = false;
     bool json = false;
     uint64_t secret = 0;
     double deadline_s = 10;
@@ -135,6 +136,7 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
     job.source = source;
     job.options.confirm = !options.quick;
     job.options.held_out = options.held_out;
+    job.options.profile = options.profile;
     evaluator->submit(job);
     std::vector<EvalResult> results;
     while (results.empty())
@@ -198,6 +200,13 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
                        describe_param_point(evaluation.best_params));
         if (!table.empty())
             fmt::print("{}", table.render());
+        if (evaluation.metrics.contains("profile")) {
+            const Json& profile = evaluation.metrics["profile"];
+            if (profile.contains("unavailable"))
+                fmt::print("profile: unavailable ({})\n", profile["unavailable"].get<std::string>());
+            else
+                fmt::print("profile on {}: {}\n", profile.value("shape", "?"), profile.dump());
+        }
         if (!evaluation.descriptors.empty())
             fmt::print("descriptors: {}\n", evaluation.descriptors.dump());
         fmt::print("device: {} ({}), {} timing, evaluated in {:.1f} s\n",
@@ -226,6 +235,7 @@ void add_eval_command(CLI::App& app, CommandSlot& slot)
     eval->add_option("--arch", options->arch, "target arch, e.g. sm_90a (default: the GPU's; sm_90a with --compile-only)");
     eval->add_flag("--quick", options->quick, "quick-screen timing instead of the confirmation standard");
     eval->add_flag("--held-out", options->held_out, "also verify on the task's held-out shapes");
+    eval->add_flag("--profile", options->profile, "collect hardware metrics (CUPTI range profiler) on the largest bench shape");
     eval->add_flag("--json", options->json, "print the result as JSON on stdout");
     eval->add_option("--secret", options->secret, "secret mixed into the input seeds (default 0)");
     eval->add_option("--deadline", options->deadline_s, "seconds one run of the plan may take before it is killed")

@@ -1,0 +1,52 @@
+// The controller's handle on the GPU worker: a crash, a hang or a restart request costs one worker
+// process, and the next request is served by a fresh one. Runs without a GPU, against a stand-in
+// worker (the test binary itself, see tests/main.cpp).
+#include "kf_catch.hpp"
+
+#include "evaluator/gpu_client.hpp"
+#include "util/subprocess.hpp"
+
+using namespace kforge;
+
+TEST_CASE("the GPU worker is respawned after a crash, a hang and a restart request", "[evaluator][worker]")
+{
+    GpuWorkerClient client(self_executable(), "");
+    WorkerReply first = client.request(Json{{"op", "ping"}}, std::chrono::seconds(10));
+    REQUIRE(first.failure == WorkerFailure::none);
+    int first_pid = first.body.at("pid");
+    CHECK(first.body.at("served") == 1);
+
+    WorkerReply crashed = client.request(Json{{"op", "crash"}}, std::chrono::seconds(10));
+    CHECK(crashed.failure == WorkerFailure::crashed);
+    CHECK_THAT(crashed.failure_message, Catch::Contains("signal 11"));
+
+    WorkerReply after_crash = client.request(Json{{"op", "ping"}}, std::chrono::seconds(10));
+    REQUIRE(after_crash.failure == WorkerFailure::none);
+    CHECK(after_crash.body.at("pid") != first_pid);
+    CHECK(after_crash.body.at("served") == 1);
+    CHECK(client.restarts() == 1);
+
+    auto begin = std::chrono::steady_clock::now();
+    WorkerReply hung = client.request(Json{{"op", "hang"}}, std::chrono::milliseconds(500));
+    CHECK(hung.failure == WorkerFailure::timed_out);
+    CHECK(std::chrono::steady_clock::now() - begin < std::chrono::seconds(5));
+
+    WorkerReply poisoned = client.request(Json{{"op", "poison"}}, std::chrono::seconds(10));
+    REQUIRE(poisoned.failure == WorkerFailure::none);
+    CHECK(poisoned.body.value("restart", false));
+    WorkerReply fresh = client.request(Json{{"op", "ping"}}, std::chrono::seconds(10));
+    REQUIRE(fresh.failure == WorkerFailure::none);
+    CHECK(fresh.body.at("served") == 1);
+    CHECK(client.restarts() == 3);
+}
+
+TEST_CASE("a setup request is replayed to every new worker", "[evaluator][worker]")
+{
+    GpuWorkerClient client(self_executable(), "");
+    CHECK(client.set_setup(Json{{"op", "setup"}}, std::chrono::seconds(10)).empty());
+    CHECK(client.setup_reply().at("served") == 1);
+    client.request(Json{{"op", "crash"}}, std::chrono::seconds(10));
+    WorkerReply after = client.request(Json{{"op", "ping"}}, std::chrono::seconds(10));
+    REQUIRE(after.failure == WorkerFailure::none);
+    CHECK(after.body.at("served") == 2); // the replayed setup was the new worker's first request
+}
