@@ -11,6 +11,7 @@
 
 #include "search/search_harness.hpp"
 #include "test_support.hpp"
+#include "util/error.hpp"
 #include "util/interrupt.hpp"
 
 using namespace kforge;
