@@ -139,8 +139,11 @@ KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
     auto db = std::make_unique<Database>(path.string(), DbAccess::read_write_create);
     KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_busy_timeout_ms));
     identify(*db); // refuses a foreign database before anything is written
-    Statement wal(*db, "PRAGMA journal_mode = WAL");
-    wal.step();
+    {
+        // A row-returning pragma: finalized before create_schema() commits.
+        Statement wal(*db, "PRAGMA journal_mode = WAL");
+        wal.step();
+    }
     create_schema(*db);
     return KnowledgeBase(path, std::move(db));
 }

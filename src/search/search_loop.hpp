@@ -100,6 +100,9 @@ private:
     bool would_be_elite(const Flight& flight, double fitness) const;
     void record_head();
     std::optional<Candidate> record_candidate(Flight& flight);
+    // Ends the run when too many items in a row gave nothing new to evaluate, or their model calls
+    // failed; `last` is the latest item's problem, for the message.
+    void stop_when_stuck(const std::string& last);
     Evaluation merged_evaluation(const Flight& flight) const;
     void save_state();
 

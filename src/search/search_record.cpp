@@ -232,6 +232,7 @@ std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
         m_progress.recorded(snapshot(), fmt::format("island {} {}: duplicate of an archived candidate, not evaluated",
                                                     item.island, origin_name(proposal.origin)));
         count_generation();
+        stop_when_stuck("the proposals are duplicates of archived candidates");
         return std::nullopt;
     }
     Candidate candidate;
@@ -273,16 +274,20 @@ std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
         m_progress.event(fmt::format("new best #{}: {:.3f}x the reference ({})", candidate.id, m_state.best_fitness,
                                      candidate.note));
     count_generation();
+    stop_when_stuck(candidate.evaluation.verdict.message);
+    return candidate;
+}
+
+void SearchLoop::stop_when_stuck(const std::string& last)
+{
     if (m_stop != StopReason::none)
-        return candidate;
+        return;
     if (m_state.empty_streak >= std::max(k_max_empty_streak, 2 * m_config.effective_window()))
         m_stop = m_state.call_failure_streak > 0 ? StopReason::calls_failing : StopReason::exhausted;
     if (m_state.call_failure_streak >= k_max_call_failures)
         m_stop = StopReason::calls_failing;
     if (m_stop != StopReason::none)
-        m_progress.event(fmt::format("stopping: {} (last: {})", describe_stop(m_stop, m_config.budgets),
-                                     candidate.evaluation.verdict.message.substr(0, 200)));
-    return candidate;
+        m_progress.event(fmt::format("stopping: {} (last: {})", describe_stop(m_stop, m_config.budgets), last.substr(0, 200)));
 }
 
 Evaluation SearchLoop::merged_evaluation(const Flight& flight) const

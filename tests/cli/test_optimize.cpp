@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "archive/archive.hpp"
+#include "core/source.hpp"
 #include "search/search_harness.hpp"
 #include "test_support.hpp"
 #include "util/interrupt.hpp"
@@ -205,4 +206,47 @@ TEST_CASE("lessons are imported, listed by task, category and tag, and exported"
     auto missing = run_kforge({"lessons", "--knowledge", (dir / "none.sqlite").string()});
     CHECK(missing.exit_code == 0);
     CHECK_THAT(missing.out, Catch::Contains("no lessons"));
+}
+
+TEST_CASE("a finished search's archive is read by inspect, inspect --lineage and export --best", "[e2e][search]")
+{
+    // The same archive a GPU run writes, made with the fake evaluator and the builtin proposer.
+    clear_interrupt();
+    TempDir dir;
+    auto path = dir / "run.kforge";
+    HarnessOptions options;
+    options.builtin = true;
+    options.config.islands = 2;
+    options.config.budgets.candidates = 24;
+    options.config.seed = 7;
+    SearchOutcome outcome = run_session(path, options);
+    REQUIRE(outcome.reason == StopReason::budget);
+    REQUIRE(outcome.best_id);
+    REQUIRE(outcome.best_fitness);
+    CHECK(*outcome.best_fitness > 1.0); // the fake landscape has kernels faster than the reference
+    CHECK(outcome.best_held_out == "passed");
+    std::string best = "#" + std::to_string(*outcome.best_id);
+
+    auto summary = run_kforge({"inspect", path.string()});
+    INFO(summary.out << summary.err);
+    REQUIRE(summary.exit_code == 0);
+    CHECK_THAT(summary.out, Catch::Contains("softmax_f32"));
+    CHECK_THAT(summary.out, Catch::Contains(best));
+
+    auto lineage = run_kforge({"inspect", path.string(), "--lineage", std::to_string(*outcome.best_id)});
+    INFO(lineage.out << lineage.err);
+    REQUIRE(lineage.exit_code == 0);
+    CHECK_THAT(lineage.out, Catch::Contains("lineage of " + best));
+
+    auto file = dir / "best.cu";
+    auto exported = run_kforge({"export", path.string(), "--best", "-o", file.string()});
+    INFO(exported.out << exported.err);
+    REQUIRE(exported.exit_code == 0);
+    Archive archive = Archive::open(path, OpenMode::read_only);
+    auto candidate = archive.candidate(*outcome.best_id);
+    REQUIRE(candidate);
+    std::string text = read_file(file);
+    for (const auto& kernel : find_kernel_names(candidate->source))
+        CHECK_THAT(text, Catch::Contains(kernel));
+    CHECK(archive.run_info().state == "finished");
 }
