@@ -19,14 +19,20 @@ namespace kforge {
 namespace {
 
 constexpr size_t k_listed_elites = 5;
-constexpr int k_cell_width = 5;
+constexpr int k_cell_width = 6; // " 3.42*": a space, four characters of fitness, the best marker
 
 std::string cell_text(double fitness, bool best)
 {
     std::string value = fitness >= 100  ? fmt::format("{:>4.0f}", fitness)
                         : fitness >= 10 ? fmt::format("{:>4.1f}", fitness)
                                         : fmt::format("{:>4.2f}", fitness);
-    return value + (best ? "*" : " ");
+    return " " + value + (best ? "*" : " ");
+}
+
+std::string trim_right(std::string line)
+{
+    line.erase(line.find_last_not_of(' ') + 1);
+    return line;
 }
 
 int configured_islands(const Archive& archive)
@@ -65,13 +71,13 @@ std::string render_island(const Json& island, const Json& axes)
     std::string header2 = fmt::format("  {:<{}}", a[0]["name"].get<std::string>() + "/" + a[1]["name"].get<std::string>(),
                                       label_width);
     for (const auto& c0 : cols0) {
-        header1 += group_gap + fmt::format("{:<{}}", c0, k_cell_width * static_cast<int>(cols1.size()));
+        header1 += group_gap + fmt::format(" {:<{}}", c0, k_cell_width * static_cast<int>(cols1.size()) - 1);
         header2 += group_gap;
         for (const auto& c1 : cols1)
-            header2 += fmt::format("{:>4} ", c1);
+            header2 += fmt::format(" {:>4} ", c1);
     }
-    out += header1 + "\n";
-    out += header2 + "\n";
+    out += trim_right(header1) + "\n";
+    out += trim_right(header2) + "\n";
     size_t hidden = 0;
     for (const auto& r0 : rows0)
         for (const auto& r1 : rows1) {
@@ -82,7 +88,7 @@ std::string render_island(const Json& island, const Json& axes)
                 for (const auto& c1 : cols1) {
                     auto it = cells.find(join({r0, r1, c0, c1}, "/"));
                     if (it == cells.end()) {
-                        line += "   . ";
+                        line += "    . ";
                         continue;
                     }
                     any = true;
@@ -90,7 +96,7 @@ std::string render_island(const Json& island, const Json& axes)
                 }
             }
             if (any)
-                out += line + "\n";
+                out += trim_right(line) + "\n";
             else
                 ++hidden;
         }

@@ -149,7 +149,7 @@ TEST_CASE("inspect --grid draws every island's grid as a heatmap", "[e2e][search
     for (const char* island : {"island 0: ", "island 1: ", "island 2: "})
         CHECK_THAT(text.out, Catch::Contains(island));
     CHECK_THAT(text.out, Catch::Contains("memory/compute"));
-    CHECK_THAT(text.out, Catch::Contains("o25  o50  o75 o100"));
+    CHECK_THAT(text.out, Catch::Contains("  o25   o50   o75  o100"));
     CHECK_THAT(text.out, Catch::Contains("*"));
     CHECK_THAT(text.out, Catch::Contains("fittest: #"));
 
