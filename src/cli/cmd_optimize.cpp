@@ -124,7 +124,8 @@ void add_optimize_command(CLI::App& app, CommandSlot& slot)
                 "the model unreachable), 130 interrupted.");
     cmd->add_option("TASK", o->task_path, "task spec (JSON)")->required();
     add_session_options(cmd, o->session, false);
-    cmd->add_option("-o,--output", o->output, "the run archive to create (default runs/<task>-<stamp>.kforge)");
+    cmd->add_option("-o,--output,--archive", o->output,
+                    "the run archive (SQLite) to create; it must not exist yet (default runs/<task>-<stamp>.kforge)");
     cmd->add_option("--seed", o->seed, "seed of every random choice (default: random; stored in the archive)");
     cmd->add_option("--islands", o->islands, "islands, each with its own MAP-Elites grid (default 4)");
     cmd->add_option("--generation-size", o->generation_size, "candidates per island that make a generation (default 4)");
