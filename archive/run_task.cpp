@@ -16,31 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A temporary folder removed with its contents when the owner dies.
-class ScratchDir
-{
-public:
-    ScratchDir()
-    {
-        std::string pattern = (fs::temp_directory_path() / "kforge-task-XXXXXX").string();
-        if (!::mkdtemp(pattern.data()))
-            fail_runtime("cannot create a temporary folder in {}: {}",
-                         fs::temp_directory_path().string(), std::strerror(errno));
-        m_path = pattern;
-    }
-    ~ScratchDir()
-    {
-        std::error_code ec;
-        fs::remove_all(m_path, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-    const fs::path& path() const { return m_path; }
-
-private:
-    fs::path m_path;
-};
-
 void add_file(Json& files, const Task& task, const KernelFile& file)
 {
     fs::path base = task.spec_path.empty() ? fs::path() : task.spec_path.parent_path();
@@ -52,6 +27,21 @@ void add_file(Json& files, const Task& task, const KernelFile& file)
 
 } // namespace
 
+ScratchFolder::ScratchFolder()
+{
+    std::string pattern = (fs::temp_directory_path() / "kforge-task-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+        fail_runtime("cannot create a temporary folder in {}: {}",
+                     fs::temp_directory_path().string(), std::strerror(errno));
+    m_path = pattern;
+}
+
+ScratchFolder::~ScratchFolder()
+{
+    std::error_code ec;
+    fs::remove_all(m_path, ec);
+}
+
 Json snapshot_task_files(const Task& task)
 {
     Json files = Json::object();
@@ -61,13 +51,12 @@ Json snapshot_task_files(const Task& task)
     return files;
 }
 
-Task load_run_task(const RunInfo& run, std::string_view archive_label)
+Task materialize_run_task(const RunInfo& run, std::string_view archive_label, const fs::path& folder)
 {
     if (run.task_spec.empty())
         fail_input("{}: the run record holds no task spec snapshot", archive_label);
     if (!run.task_files.is_object())
         fail_input("{}: the run's task_files snapshot is not an object", archive_label);
-    ScratchDir scratch;
     for (const auto& [name, source] : run.task_files.items()) {
         fs::path relative = fs::path(name).lexically_normal();
         if (relative.empty() || relative.is_absolute() || *relative.begin() == "..")
@@ -75,10 +64,10 @@ Task load_run_task(const RunInfo& run, std::string_view archive_label)
                        name);
         if (!source.is_string())
             fail_input("{}: task file '{}' in the run's snapshot is not text", archive_label, name);
-        fs::create_directories((scratch.path() / relative).parent_path());
-        write_file_atomic(scratch.path() / relative, source.get<std::string>());
+        fs::create_directories((folder / relative).parent_path());
+        write_file_atomic(folder / relative, source.get<std::string>());
     }
-    fs::path spec = scratch.path() / "task-spec.json";
+    fs::path spec = folder / "task-spec.json";
     write_file_atomic(spec, run.task_spec);
     Task task;
     try {
@@ -86,13 +75,20 @@ Task load_run_task(const RunInfo& run, std::string_view archive_label)
     } catch (const Error& e) {
         // Messages name the temporary copy; say where the spec really came from.
         fail_input("{}: the run's task snapshot does not load: {}", archive_label,
-                   replace_all(e.what(), scratch.path().string() + "/", ""));
+                   replace_all(e.what(), folder.string() + "/", ""));
     }
     if (!run.task_hash.empty() && task.spec_hash != run.task_hash)
         log_warn("{}: the task rebuilt from the run's snapshot hashes to {}, the run recorded {}",
                  archive_label, task.spec_hash, run.task_hash);
+    return task;
+}
+
+Task load_run_task(const RunInfo& run, std::string_view archive_label)
+{
+    ScratchFolder scratch;
+    Task task = materialize_run_task(run, archive_label, scratch.path());
     // Paths relative to the (vanished) scratch folder, as the spec names them.
-    task.spec_path = spec.filename();
+    task.spec_path = task.spec_path.filename();
     task.reference.path = task.reference.path.lexically_relative(scratch.path());
     for (auto& seed : task.seeds)
         seed.path = seed.path.lexically_relative(scratch.path());

@@ -6,12 +6,27 @@
 // names it (relative to the spec's folder, e.g. "softmax_f32/reference.cu") to its source.
 #pragma once
 
+#include <filesystem>
 #include <string_view>
 
 #include "core/records.hpp"
 #include "core/task.hpp"
 
 namespace kforge {
+
+// A private temporary folder, removed with its contents when the owner dies.
+class ScratchFolder
+{
+public:
+    ScratchFolder(); // throws Error(runtime) when none can be created
+    ~ScratchFolder();
+    ScratchFolder(const ScratchFolder&) = delete;
+    ScratchFolder& operator=(const ScratchFolder&) = delete;
+    const std::filesystem::path& path() const { return m_path; }
+
+private:
+    std::filesystem::path m_path;
+};
 
 // The kernel files of `task` (reference and seeds) keyed by their path relative to the spec's
 // folder.
@@ -23,5 +38,10 @@ Json snapshot_task_files(const Task& task);
 // (absolute or ".." paths) or does not parse. A task hash differing from the run's is logged as a
 // warning.
 Task load_run_task(const RunInfo& run, std::string_view archive_label);
+
+// The same, but the snapshot is written into `folder` (which must exist) and stays there, with the
+// task's paths pointing into it: for a resumed run, whose GPU worker reads the spec from disk.
+Task materialize_run_task(const RunInfo& run, std::string_view archive_label,
+                          const std::filesystem::path& folder);
 
 } // namespace kforge

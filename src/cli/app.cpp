@@ -42,6 +42,9 @@ int run_cli(int argc, char** argv)
     add_eval_command(app, slot);
     add_export_command(app, slot);
     add_inspect_command(app, slot);
+    add_lessons_command(app, slot);
+    add_optimize_command(app, slot);
+    add_resume_command(app, slot);
     add_task_command(app, slot);
     add_propose_command(app, slot);
     add_report_command(app, slot);

@@ -247,6 +247,8 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
             lineage.push_back(summary_json(summary));
         report["lineage"] = lineage;
     }
+    if (options.grid)
+        report["grid"] = grid_section(archive);
     return report;
 }
 
@@ -266,6 +268,8 @@ void add_inspect_command(CLI::App& app, CommandSlot& slot)
                       "also show LLM usage per model and the recent calls");
     auto* lineage =
         inspect->add_option("--lineage", *lineage_id, "also show the ancestry of candidate ID");
+    inspect->add_flag("--grid", options->grid,
+                      "also draw each island's MAP-Elites grid as a heatmap of elite fitness");
     inspect->add_option("--limit", options->limit, "rows in the --failures and --calls lists")
         ->capture_default_str();
     inspect->add_flag("--json", options->json, "print the report as one JSON document");

@@ -18,6 +18,7 @@ struct InspectOptions
     bool failures = false;          // also list recent failures
     bool calls = false;             // also list LLM usage per model and recent calls
     std::optional<int64_t> lineage; // also show this candidate's ancestry
+    bool grid = false;              // also draw each island's MAP-Elites grid
     size_t limit = 30;              // rows of the failure and call lists
     bool json = false;
 };
@@ -36,5 +37,10 @@ std::string format_fitness(const Json& fitness);
 std::string format_params(const Json& params);
 // "$0.110" below ten dollars, "$12.50" above.
 std::string format_dollars(double dollars);
+// The MAP-Elites grids of every island (cmd_inspect_grid.cpp): the axes and bins, and per island
+// its current elites with their cells and fitness.
+Json grid_section(const Archive& archive);
+// Each island's grid as a text heatmap.
+std::string render_grid_text(const Json& grid);
 
 } // namespace kforge

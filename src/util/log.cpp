@@ -4,11 +4,14 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <string>
 
 namespace kforge {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::info)};
 std::mutex g_write_mutex;
+std::string g_status; // guarded by g_write_mutex
+constexpr std::string_view k_clear_line = "\r\033[K";
 } // namespace
 
 void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level)); }
@@ -37,7 +40,20 @@ void log_line(LogLevel level, std::string_view message)
     }
     std::string line = fmt::format("{}{}\n", prefix, message);
     std::lock_guard lock(g_write_mutex);
+    if (!g_status.empty())
+        line = fmt::format("{}{}{}", k_clear_line, line, g_status);
     std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+}
+
+void set_status_line(std::string_view text)
+{
+    std::lock_guard lock(g_write_mutex);
+    if (text.empty() && g_status.empty())
+        return;
+    g_status = text;
+    std::string out = fmt::format("{}{}", k_clear_line, g_status);
+    std::fwrite(out.data(), 1, out.size(), stderr);
     std::fflush(stderr);
 }
 

@@ -20,6 +20,11 @@ bool parse_log_level(std::string_view text, LogLevel& out);
 // Thread-safe: a line is written with one call.
 void log_line(LogLevel level, std::string_view message);
 
+// A status line kept at the bottom of a terminal (the search's live progress): each log line first
+// clears it and then draws it again below itself, so the two never garble each other. "" removes
+// it. Only for a terminal; a caller writing to a file or pipe never sets one.
+void set_status_line(std::string_view text);
+
 template <typename... Args>
 void log_error(fmt::format_string<Args...> format, Args&&... args)
 {

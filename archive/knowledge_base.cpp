@@ -1,0 +1,199 @@
+// The user-level knowledge base; see knowledge_base.hpp.
+//
+// Opening for writing creates the file and its schema under BEGIN IMMEDIATE, so two runs starting
+// at the same moment cannot both create it: the second waits for the first and then finds the
+// schema in place. A file that exists is identified before anything is written (SQLite header,
+// application id, schema version), as the run archive does.
+#include "archive/knowledge_base.hpp"
+
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "archive/sqlite.hpp"
+#include "archive/store_detail.hpp"
+#include "util/error.hpp"
+
+#ifndef KFORGE_VERSION
+#define KFORGE_VERSION "0.0.0"
+#endif
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int k_busy_timeout_ms = 30000; // several runs may add lessons at the same moment
+constexpr int k_schema_version = 1;
+
+constexpr const char* k_schema = R"sql(
+CREATE TABLE kb_version (
+    version        INTEGER PRIMARY KEY,
+    applied_at     REAL NOT NULL,
+    kforge_version TEXT NOT NULL
+);
+CREATE TABLE lesson (
+    id           INTEGER PRIMARY KEY,
+    task_name    TEXT NOT NULL,
+    category     TEXT NOT NULL,
+    tags         TEXT NOT NULL,      -- JSON array of strings
+    text         TEXT NOT NULL,
+    evidence     TEXT NOT NULL,      -- JSON
+    run_id       TEXT NOT NULL,      -- the run that learnt it
+    candidate_id INTEGER,            -- a candidate of that run (not a foreign key here)
+    created_at   REAL NOT NULL,
+    UNIQUE (task_name, text)
+);
+)sql";
+
+bool is_empty_file(const fs::path& path)
+{
+    std::error_code ec;
+    return fs::file_size(path, ec) == 0 && !ec;
+}
+
+void check_header(const fs::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    char header[16] = {};
+    in.read(header, sizeof header);
+    if (!in || std::memcmp(header, "SQLite format 3", 16) != 0)
+        fail_input("{}: not a kforge knowledge base (not an SQLite database)", path.string());
+}
+
+int64_t single_int(Database& db, const char* sql)
+{
+    Statement query(db, sql);
+    query.step();
+    return query.column_int(0);
+}
+
+// 0 for a database without a schema yet; the version for a knowledge base; throws otherwise.
+int identify(Database& db)
+{
+    int64_t id = single_int(db, "PRAGMA application_id");
+    bool has_tables = single_int(db, "SELECT count(*) FROM sqlite_master") > 0;
+    if (id == 0 && !has_tables)
+        return 0;
+    if (id != k_knowledge_application_id)
+        fail_input("{}: an SQLite database, but not a kforge knowledge base (application id {:#x})", db.path(), id);
+    int version = static_cast<int>(single_int(db, "SELECT coalesce(max(version), 0) FROM kb_version"));
+    if (version > k_schema_version)
+        fail_input("{}: the knowledge base has schema version {}, newer than this kforge knows ({})", db.path(),
+                   version, k_schema_version);
+    return version;
+}
+
+void create_schema(Database& db)
+{
+    db.execute("BEGIN IMMEDIATE");
+    try {
+        if (identify(db) == 0) {
+            db.execute(fmt::format("PRAGMA application_id = {}", k_knowledge_application_id));
+            db.execute(k_schema);
+            Statement version(db, "INSERT INTO kb_version (version, applied_at, kforge_version) VALUES (?, ?, ?)");
+            version.bind_int(k_schema_version).bind_real(now_seconds()).bind_text(KFORGE_VERSION);
+            version.run();
+        }
+        db.execute("COMMIT");
+    } catch (...) {
+        db.execute("ROLLBACK");
+        throw;
+    }
+}
+
+} // namespace
+
+KnowledgeBase::KnowledgeBase(fs::path path, std::unique_ptr<Database> db) : m_path(std::move(path)), m_db(std::move(db))
+{
+}
+
+KnowledgeBase::KnowledgeBase(KnowledgeBase&&) noexcept = default;
+KnowledgeBase& KnowledgeBase::operator=(KnowledgeBase&&) noexcept = default;
+KnowledgeBase::~KnowledgeBase() = default;
+
+KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
+{
+    std::error_code ec;
+    bool exists = fs::exists(path, ec);
+    if (access == KnowledgeAccess::read_only) {
+        if (!exists)
+            return KnowledgeBase(path, nullptr);
+        if (is_empty_file(path))
+            return KnowledgeBase(path, nullptr);
+        check_header(path);
+        auto db = std::make_unique<Database>(path.string(), DbAccess::read_only);
+        KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_busy_timeout_ms));
+        if (identify(*db) == 0)
+            return KnowledgeBase(path, nullptr);
+        return KnowledgeBase(path, std::move(db));
+    }
+    if (exists && !is_empty_file(path))
+        check_header(path);
+    if (path.has_parent_path()) {
+        fs::create_directories(path.parent_path(), ec);
+        if (ec)
+            fail_runtime("{}: cannot create its folder: {}", path.string(), ec.message());
+    }
+    auto db = std::make_unique<Database>(path.string(), DbAccess::read_write_create);
+    KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_busy_timeout_ms));
+    identify(*db); // refuses a foreign database before anything is written
+    {
+        // A row-returning pragma: finalized before create_schema() commits.
+        Statement wal(*db, "PRAGMA journal_mode = WAL");
+        wal.step();
+    }
+    create_schema(*db);
+    return KnowledgeBase(path, std::move(db));
+}
+
+std::optional<int64_t> KnowledgeBase::add(const Lesson& lesson, std::string_view run_id)
+{
+    if (!m_db)
+        fail_runtime("{}: internal error: the knowledge base is open read-only", m_path.string());
+    Statement insert(*m_db, "INSERT INTO lesson (task_name, category, tags, text, evidence, run_id, candidate_id, "
+                            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_name, text) DO NOTHING");
+    insert.bind_text(lesson.task_name).bind_text(lesson.category).bind_json(Json(lesson.tags));
+    insert.bind_text(lesson.text).bind_json(lesson.evidence).bind_text(run_id);
+    insert.bind_optional_int(lesson.candidate_id).bind_real(time_or_now(lesson.created_at));
+    insert.run();
+    if (sqlite3_changes(m_db->handle()) == 0)
+        return std::nullopt;
+    return m_db->last_insert_id();
+}
+
+std::vector<KnowledgeLesson> KnowledgeBase::lessons() const
+{
+    std::vector<KnowledgeLesson> result;
+    if (!m_db)
+        return result;
+    Statement query(*m_db, "SELECT id, task_name, category, tags, text, evidence, run_id, candidate_id, created_at "
+                           "FROM lesson ORDER BY id");
+    while (query.step()) {
+        KnowledgeLesson item;
+        Lesson& lesson = item.lesson;
+        lesson.id = query.column_int(0);
+        std::string what = fmt::format("lesson {}", lesson.id);
+        lesson.task_name = query.column_text(1);
+        lesson.category = query.column_text(2);
+        Json tags = query.column_json(3, what + " tags");
+        if (tags.is_array())
+            for (const auto& tag : tags)
+                lesson.tags.push_back(tag.is_string() ? tag.get<std::string>() : tag.dump());
+        lesson.text = query.column_text(4);
+        lesson.evidence = query.column_json(5, what + " evidence");
+        item.run_id = query.column_text(6);
+        lesson.candidate_id = query.column_optional_int(7);
+        lesson.created_at = query.column_real(8);
+        result.push_back(std::move(item));
+    }
+    return result;
+}
+
+int64_t KnowledgeBase::count() const
+{
+    return m_db ? single_int(*m_db, "SELECT count(*) FROM lesson") : 0;
+}
+
+} // namespace kforge

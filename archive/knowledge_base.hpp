@@ -1,0 +1,67 @@
+// The user-level knowledge base: lessons learnt by every run on this machine, for later runs on any
+// task (DESIGN.md §7, "Knowledge").
+//
+// One small SQLite file (default `$XDG_DATA_HOME/kforge/knowledge.sqlite`), separate from the run
+// archives: a run archive is one run's record, the knowledge base is the user's memory across runs.
+// Several runs may write it at once (WAL, a busy timeout, one short transaction per lesson), and a
+// lesson is stored once per task however often it is learnt (the same text for the same task is a
+// duplicate). Like the run archive, it is written only through this class.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/records.hpp"
+
+namespace kforge {
+
+class Database;
+
+// SQLite's application_id of a knowledge base ("kfkb"), telling it from run archives.
+inline constexpr int32_t k_knowledge_application_id = 0x6b666b62;
+
+// A lesson as the knowledge base keeps it: Lesson::id is the knowledge base's own id, and
+// candidate_id refers to a candidate of run `run_id` (not of the reader's run).
+struct KnowledgeLesson {
+    Lesson lesson;
+    std::string run_id; // the run that learnt it ("" for imported lessons without one)
+};
+
+enum class KnowledgeAccess
+{
+    read_only,  // never creates or writes; a missing file reads as empty
+    read_write, // creates the file (and its folder) when missing
+};
+
+class KnowledgeBase
+{
+public:
+    // Opens the knowledge base at `path`. Throws Error(bad_input) for a file that is not a kforge
+    // knowledge base (or is newer than this kforge), Error(runtime) for I/O and SQLite failures.
+    static KnowledgeBase open(const std::filesystem::path& path, KnowledgeAccess access);
+
+    KnowledgeBase(KnowledgeBase&&) noexcept;
+    KnowledgeBase& operator=(KnowledgeBase&&) noexcept;
+    ~KnowledgeBase();
+
+    const std::filesystem::path& path() const { return m_path; }
+    // Stores a lesson of run `run_id` in one transaction; returns its id, or nullopt when the
+    // knowledge base holds the same text for the same task already. created_at 0 means now.
+    std::optional<int64_t> add(const Lesson& lesson, std::string_view run_id);
+    // Every lesson, oldest first (the file stays small: lessons are a few hundred bytes each).
+    std::vector<KnowledgeLesson> lessons() const;
+    int64_t count() const;
+
+private:
+    KnowledgeBase(std::filesystem::path path, std::unique_ptr<Database> db);
+
+    std::filesystem::path m_path;
+    std::unique_ptr<Database> m_db; // null: read-only view of a file that does not exist yet
+};
+
+} // namespace kforge

@@ -1,0 +1,144 @@
+// `kforge lessons`: what the analyst has learnt, from the user-level knowledge base (default) or
+// one run archive (--archive); filtered by task, category and tag; printed, exported as JSONL
+// (one `kforge.lesson/1` object per line, the format --import reads), or imported from such a file
+// into the knowledge base (how lessons move between machines).
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "archive/archive.hpp"
+#include "archive/knowledge_base.hpp"
+#include "cli/app.hpp"
+#include "cli/cmd_optimize_common.hpp"
+#include "cli/table.hpp"
+#include "search/knowledge.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "util/text.hpp"
+
+namespace kforge {
+namespace {
+
+struct LessonsOptions {
+    LessonFilter filter;
+    std::string archive_path;
+    std::string knowledge_path;
+    std::string export_path;
+    std::string import_path;
+    bool json = false;
+};
+
+struct Listed {
+    Lesson lesson;
+    std::string run_id;
+};
+
+std::filesystem::path knowledge_path(const LessonsOptions& options)
+{
+    return options.knowledge_path.empty() ? default_knowledge_path() : std::filesystem::path(options.knowledge_path);
+}
+
+int import_lessons(const LessonsOptions& options)
+{
+    std::ifstream in(options.import_path);
+    if (!in)
+        fail_input("{}: cannot read the file", options.import_path);
+    KnowledgeBase knowledge = KnowledgeBase::open(knowledge_path(options), KnowledgeAccess::read_write);
+    int added = 0, known = 0, line_number = 0;
+    std::string line;
+    while (std::getline(in, line)) {
+        ++line_number;
+        if (trim(line).empty())
+            continue;
+        std::string where = fmt::format("{}:{}", options.import_path, line_number);
+        std::string run_id;
+        Lesson lesson = lesson_from_json(parse_json_text(line, where), where, run_id);
+        (knowledge.add(lesson, run_id) ? added : known) += 1;
+    }
+    fmt::print("imported {} lesson{} into {} ({} already there)\n", added, added == 1 ? "" : "s",
+               knowledge.path().string(), known);
+    return k_exit_ok;
+}
+
+std::vector<Listed> gather(const LessonsOptions& options, std::string& source)
+{
+    std::vector<Listed> listed;
+    if (!options.archive_path.empty()) {
+        Archive archive = Archive::open(options.archive_path, OpenMode::read_only);
+        std::string run_id = archive.run_info().run_id;
+        source = options.archive_path;
+        for (auto& lesson : archive.lessons())
+            listed.push_back({std::move(lesson), run_id});
+    } else {
+        KnowledgeBase knowledge = KnowledgeBase::open(knowledge_path(options), KnowledgeAccess::read_only);
+        source = knowledge.path().string();
+        for (auto& item : knowledge.lessons())
+            listed.push_back({std::move(item.lesson), std::move(item.run_id)});
+    }
+    std::erase_if(listed, [&](const Listed& l) { return !lesson_matches(l.lesson, options.filter); });
+    return listed;
+}
+
+int run_lessons(const LessonsOptions& options)
+{
+    if (!options.import_path.empty())
+        return import_lessons(options);
+    std::string source;
+    std::vector<Listed> listed = gather(options, source);
+    if (!options.export_path.empty()) {
+        std::string text;
+        for (const auto& l : listed)
+            text += lesson_to_json(l.lesson, l.run_id).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+        write_file_atomic(options.export_path, text);
+        log_info("wrote {} lesson{} to {}", listed.size(), listed.size() == 1 ? "" : "s", options.export_path);
+        return k_exit_ok;
+    }
+    if (options.json) {
+        Json out = Json::array();
+        for (const auto& l : listed)
+            out.push_back(lesson_to_json(l.lesson, l.run_id));
+        fmt::print("{}\n", out.dump(2, ' ', false, Json::error_handler_t::replace));
+        return k_exit_ok;
+    }
+    if (listed.empty()) {
+        fmt::print("no lessons{} in {}\n", options.filter.task.empty() && options.filter.category.empty() &&
+                                                   options.filter.tag.empty()
+                                               ? ""
+                                               : " matching the filter",
+                   source);
+        return k_exit_ok;
+    }
+    fmt::print("{} lesson{} in {}\n", listed.size(), listed.size() == 1 ? "" : "s", source);
+    for (const auto& l : listed) {
+        const Lesson& lesson = l.lesson;
+        fmt::print("\n#{}  {}{}  {}{}{}\n", lesson.id, lesson.task_name,
+                   lesson.category.empty() ? "" : " (" + lesson.category + ")", format_local_time(lesson.created_at),
+                   l.run_id.empty() ? "" : "  run " + l.run_id,
+                   lesson.candidate_id ? fmt::format("  candidate #{}", *lesson.candidate_id) : "");
+        if (!lesson.tags.empty())
+            fmt::print("    tags: {}\n", join(lesson.tags, ", "));
+        fmt::print("    {}\n", replace_all(trim(lesson.text), "\n", "\n    "));
+    }
+    return k_exit_ok;
+}
+
+} // namespace
+
+void add_lessons_command(CLI::App& app, CommandSlot& slot)
+{
+    auto o = std::make_shared<LessonsOptions>();
+    auto* cmd = app.add_subcommand("lessons", "list, export or import the lessons learnt by runs (the user-level "
+                                              "knowledge base, or one run archive)");
+    cmd->add_option("--task", o->filter.task, "only lessons about this task");
+    cmd->add_option("--category", o->filter.category, "only lessons of this task category (memory, compute, "
+                                                      "irregular)");
+    cmd->add_option("--tag", o->filter.tag, "only lessons with this tag");
+    cmd->add_option("--archive", o->archive_path, "read the lessons of this run archive instead");
+    cmd->add_option("--knowledge", o->knowledge_path, "knowledge base (default: $XDG_DATA_HOME/kforge/knowledge.sqlite)");
+    cmd->add_flag("--json", o->json, "print the lessons as a JSON array");
+    cmd->add_option("--export", o->export_path, "write the lessons to this file as JSONL");
+    cmd->add_option("--import", o->import_path, "add the lessons of this JSONL file to the knowledge base");
+    cmd->callback([o, &slot] { slot = [o] { return run_lessons(*o); }; });
+}
+
+} // namespace kforge

@@ -1,0 +1,286 @@
+// The session machinery shared by `kforge optimize` and `kforge resume`; see cmd_optimize_common.hpp.
+#include "cli/cmd_optimize_common.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "agents/llm_proposer.hpp"
+#include "agents/pricing.hpp"
+#include "agents/provider.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "util/paths.hpp"
+#include "util/text.hpp"
+
+namespace kforge {
+namespace {
+
+std::chrono::milliseconds to_ms(double seconds)
+{
+    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// "N" or, where a base exists, "+N" (N more than used so far).
+double parse_amount(const std::string& text, const char* flag, double base)
+{
+    std::string body = trim(text);
+    bool relative = !body.empty() && body[0] == '+';
+    if (relative)
+        body = body.substr(1);
+    try {
+        size_t used = 0;
+        double value = std::stod(body, &used);
+        if (used != body.size() || value < 0)
+            throw std::invalid_argument(body);
+        return relative ? base + value : value;
+    } catch (const std::logic_error&) {
+        fail(ErrorKind::usage, "{} '{}': expected a number, or +N for N more than used so far", flag, text);
+    }
+}
+
+} // namespace
+
+std::filesystem::path default_knowledge_path()
+{
+    return data_dir() / "knowledge.sqlite";
+}
+
+void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
+{
+    std::string more = resume ? " (+N: N more than used so far)" : "";
+    cmd->add_option("-m,--model", o.models,
+                    resume ? "replace the run's models (provider:model[@base_url][*weight] or builtin)"
+                           : "provider:model[@base_url][*weight], repeatable for a weighted mix: openai:gpt-5, "
+                             "anthropic:claude-sonnet-4-5, openai:qwen@http://localhost:8000/v1, replay:calls.jsonl; "
+                             "builtin (the default) needs no key");
+    cmd->add_option("--budget", o.budget, "candidates to try, seeds, repairs and duplicates included" +
+                                              (resume ? more : std::string(" (default 100)")));
+    cmd->add_option("--max-calls", o.max_calls, "language-model calls at most" + more);
+    cmd->add_option("--max-cost", o.max_cost, "US dollars of model calls at most; calls in flight count at an "
+                                              "upper estimate" + more);
+    cmd->add_option("--time", o.time, "wall time of this session, e.g. 90m, 2h, 1h30m; in-flight work finishes");
+    cmd->add_option("--patience", o.patience, "stop after this many generations without a better kernel");
+    cmd->add_option("--parallel", o.parallel, "model calls in flight (default 4)");
+    cmd->add_option("--knowledge", o.knowledge_path,
+                    "knowledge base of lessons (default: $XDG_DATA_HOME/kforge/knowledge.sqlite)");
+    cmd->add_flag("--no-knowledge", o.no_knowledge, "neither read nor write the user-level knowledge base");
+    cmd->add_flag("--json", o.json, "print the final summary as JSON on stdout");
+    cmd->add_option("--progress", o.progress, "auto (a live line on a terminal, [k/N] lines otherwise), live, lines, "
+                                              "quiet")
+        ->check(CLI::IsMember({"auto", "live", "lines", "quiet"}));
+    cmd->add_option("--temperature", o.temperature, "sampling temperature (default: the server's)");
+    cmd->add_option("--max-tokens", o.max_tokens, "output token limit per call (default 8192)");
+    cmd->add_option("--pricing", o.pricing_path, "price table merged over prompts/pricing.json");
+    cmd->add_option("--prompts", o.prompts_dir, "folder of prompt templates overriding prompts/");
+    cmd->add_option("--timeout", o.timeout_s, "seconds allowed for one model call (default 600)");
+    cmd->add_option("--connect-timeout", o.connect_timeout_s, "seconds allowed to connect (default 10)");
+    cmd->add_option("--retries", o.retries, "retries after a transient failure (default 5)");
+    cmd->add_option("--retry-backoff", o.retry_backoff_s, "seconds before the first retry; doubles (default 1)");
+}
+
+Json RunConfig::to_json() const
+{
+    Json entries = Json::array();
+    for (const auto& m : models)
+        entries.push_back(Json{{"spec", m.spec},
+                               {"weight", m.weight},
+                               {"temperature", m.temperature ? Json(*m.temperature) : Json()},
+                               {"max_output_tokens", m.max_output_tokens}});
+    return Json{{"search", search.to_json()},
+                {"models", entries},
+                {"knowledge", knowledge ? Json(*knowledge) : Json()},
+                {"provider", provider},
+                {"evaluator", evaluator}};
+}
+
+RunConfig RunConfig::from_json(const Json& json, const std::string& what)
+{
+    RunConfig config;
+    JsonReader reader(json, what);
+    if (!reader.is_object() || !reader.has("search"))
+        reader.fail("not the configuration of a `kforge optimize` run (no search settings)");
+    config.search = SearchConfig::from_json(reader.at("search").json(), what + ": search");
+    if (reader.has("models"))
+        for (const auto& m : reader.at("models").items()) {
+            ModelEntry entry;
+            entry.spec = m.at("spec").as_string();
+            entry.weight = m.get_number("weight", 1);
+            if (m.has("temperature") && !m.at("temperature").json().is_null())
+                entry.temperature = m.at("temperature").as_number();
+            entry.max_output_tokens = m.get_int("max_output_tokens", 8192);
+            config.models.push_back(entry);
+        }
+    if (reader.has("knowledge") && !reader.at("knowledge").json().is_null())
+        config.knowledge = reader.at("knowledge").as_string();
+    config.provider = json.value("provider", Json::object());
+    config.evaluator = json.value("evaluator", Json::object());
+    return config;
+}
+
+double parse_duration(const std::string& text)
+{
+    std::string body = trim(text);
+    double total = 0;
+    size_t i = 0;
+    bool any = false;
+    while (i < body.size()) {
+        size_t start = i;
+        while (i < body.size() && (std::isdigit(static_cast<unsigned char>(body[i])) || body[i] == '.'))
+            ++i;
+        if (start == i)
+            fail(ErrorKind::usage, "--time '{}': expected a duration such as 90m, 2h, 1h30m or 3600", text);
+        double value = std::stod(body.substr(start, i - start));
+        double unit = 1;
+        if (i < body.size()) {
+            char c = body[i++];
+            unit = c == 'h' ? 3600 : c == 'm' ? 60 : c == 's' ? 1 : -1;
+            if (unit < 0)
+                fail(ErrorKind::usage, "--time '{}': unknown unit '{}' (use h, m or s)", text, c);
+        }
+        total += value * unit;
+        any = true;
+    }
+    if (!any || total <= 0)
+        fail(ErrorKind::usage, "--time '{}': expected a positive duration such as 90m, 2h or 3600", text);
+    return total;
+}
+
+void apply_session_options(const SessionOptions& o, const BudgetBase& base, RunConfig& config)
+{
+    Budgets& b = config.search.budgets;
+    if (!o.budget.empty())
+        b.candidates = static_cast<int64_t>(parse_amount(o.budget, "--budget", static_cast<double>(base.candidates)));
+    if (!o.max_calls.empty())
+        b.max_calls = static_cast<int64_t>(parse_amount(o.max_calls, "--max-calls", static_cast<double>(base.calls)));
+    if (!o.max_cost.empty())
+        b.max_cost_usd = parse_amount(o.max_cost, "--max-cost", base.cost_usd);
+    if (!o.time.empty())
+        b.max_seconds = parse_duration(o.time);
+    if (o.patience)
+        b.patience = *o.patience;
+    if (o.parallel)
+        config.search.parallel = *o.parallel;
+    if (!o.progress.empty())
+        config.search.progress = o.progress == "live"    ? ProgressMode::live
+                                 : o.progress == "lines" ? ProgressMode::lines
+                                 : o.progress == "quiet" ? ProgressMode::quiet
+                                                         : ProgressMode::automatic;
+    if (o.no_knowledge)
+        config.knowledge.reset();
+    else if (!o.knowledge_path.empty())
+        config.knowledge = std::filesystem::absolute(o.knowledge_path).string();
+    if (!o.models.empty()) {
+        config.models.clear();
+        for (const auto& text : o.models) {
+            ModelSpec spec = parse_model_spec(text);
+            if (spec.is_builtin())
+                continue;
+            config.models.push_back({spec.label(), spec.weight, spec.temperature, spec.max_output_tokens});
+        }
+        if (config.models.size() != o.models.size() && !config.models.empty())
+            fail(ErrorKind::usage, "--model builtin cannot be mixed with language models");
+    }
+    for (auto& m : config.models) {
+        if (o.temperature)
+            m.temperature = o.temperature;
+        if (o.max_tokens)
+            m.max_output_tokens = *o.max_tokens;
+    }
+    Json& p = config.provider;
+    if (o.timeout_s)
+        p["timeout_s"] = *o.timeout_s;
+    if (o.connect_timeout_s)
+        p["connect_timeout_s"] = *o.connect_timeout_s;
+    if (o.retries)
+        p["retries"] = *o.retries;
+    if (o.retry_backoff_s)
+        p["retry_backoff_s"] = *o.retry_backoff_s;
+    if (!o.pricing_path.empty())
+        p["pricing"] = std::filesystem::absolute(o.pricing_path).string();
+    if (!o.prompts_dir.empty())
+        p["prompts"] = std::filesystem::absolute(o.prompts_dir).string();
+    config.search.validate();
+}
+
+Session::Session(const Task& task, const RunConfig& config) : m_task(task)
+{
+    if (config.models.empty()) {
+        auto builtin = std::make_unique<BuiltinProposer>();
+        m_builtin = builtin.get();
+        m_proposer = std::move(builtin);
+        m_proposer_label = "the builtin offline proposer (no model)";
+    } else {
+        const Json& p = config.provider;
+        m_library = std::make_unique<PromptLibrary>(PromptLibrary::load_default(p.value("prompts", std::string())));
+        auto prices = std::make_shared<const PriceTable>(PriceTable::load_default(p.value("pricing", std::string())));
+        ProviderSettings settings;
+        settings.timeouts = {to_ms(p.value("connect_timeout_s", 10.0)), to_ms(p.value("timeout_s", 600.0))};
+        settings.retry.max_retries = p.value("retries", 5);
+        settings.retry.base_delay_s = p.value("retry_backoff_s", 1.0);
+        settings.prices = prices;
+        std::vector<std::string> labels;
+        m_cost.models = true;
+        for (const auto& entry : config.models) {
+            ModelSpec spec = parse_model_spec(entry.spec);
+            spec.weight = entry.weight;
+            spec.temperature = entry.temperature;
+            spec.max_output_tokens = entry.max_output_tokens;
+            m_models.add(std::shared_ptr<Provider>(make_provider(spec, settings)), spec.weight);
+            labels.push_back(spec.label());
+            m_cost.max_output_tokens = std::max(m_cost.max_output_tokens, spec.max_output_tokens);
+            if (spec.provider == k_provider_replay)
+                continue; // replayed calls cost nothing
+            if (const ModelPrice* price = prices->find(spec.provider, spec.model)) {
+                m_cost.input_usd_per_token = std::max(m_cost.input_usd_per_token, price->input / 1e6);
+                m_cost.output_usd_per_token = std::max(m_cost.output_usd_per_token, price->output / 1e6);
+            } else {
+                log_warn("{} is not in the price table: its calls are counted but cost nothing, so --max-cost "
+                         "cannot limit them (add it with --pricing FILE)", spec.label());
+            }
+        }
+        m_proposer = std::make_unique<LlmProposer>(m_models, *m_library);
+        m_proposer_label = join(labels, ", ");
+    }
+    if (config.knowledge) {
+        try {
+            m_knowledge = std::make_unique<KnowledgeBase>(KnowledgeBase::open(*config.knowledge, KnowledgeAccess::read_write));
+        } catch (const Error& e) {
+            log_warn("running without the knowledge base: {}", e.what());
+        }
+    }
+}
+
+Session::~Session() = default;
+
+void Session::start_evaluator(const RunConfig& config, uint64_t run_secret)
+{
+    EvaluatorConfig evaluator;
+    evaluator.arch = config.evaluator.value("arch", std::string());
+    evaluator.compile_workers = config.evaluator.value("compile_workers", size_t{0});
+    evaluator.launch_deadline = to_ms(config.evaluator.value("deadline_s", 10.0));
+    evaluator.cache_dir = cache_dir() / "cubin";
+    evaluator.run_secret = run_secret;
+    m_evaluator = make_gpu_evaluator(m_task, evaluator);
+}
+
+SearchServices Session::services()
+{
+    SearchServices services{*m_evaluator, *m_proposer};
+    services.builtin = m_builtin;
+    services.models = m_builtin ? nullptr : &m_models;
+    services.library = m_library.get();
+    services.knowledge = m_knowledge.get();
+    services.cost = m_cost;
+    return services;
+}
+
+uint64_t random_u64()
+{
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+} // namespace kforge

@@ -1,0 +1,114 @@
+// What `kforge optimize` and `kforge resume` share: their options, the run configuration stored in
+// the archive, building the proposer, models, knowledge base and evaluator of a session, and
+// printing the summary.
+//
+// The run configuration (RunInfo::config) is what a resumed run needs to continue the same run:
+// {"search": SearchConfig, "models": [{"spec", "weight", "temperature", "max_output_tokens"}],
+//  "knowledge": path or null, "provider": {timeouts, retries, pricing, prompts},
+//  "evaluator": {"arch", "compile_workers", "deadline_s"}}. It never holds a key or the run secret.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "agents/builtin_proposer.hpp"
+#include "agents/model_mix.hpp"
+#include "agents/prompt_library.hpp"
+#include "archive/knowledge_base.hpp"
+#include "evaluator/evaluator.hpp"
+#include "search/search.hpp"
+
+namespace kforge {
+
+// Flags common to optimize and resume. Budget values are text so resume can take "+N".
+struct SessionOptions {
+    std::vector<std::string> models;
+    std::string budget, max_calls, max_cost, time;
+    std::optional<int> patience;
+    std::optional<int> parallel;
+    std::string knowledge_path;
+    bool no_knowledge = false;
+    bool json = false;
+    std::string progress;          // auto | live | lines | quiet ("" keeps the stored one)
+    std::optional<double> temperature;
+    std::optional<int64_t> max_tokens;
+    std::string pricing_path;
+    std::string prompts_dir;
+    std::optional<double> timeout_s, connect_timeout_s, retry_backoff_s;
+    std::optional<int> retries;
+};
+
+// Registers the SessionOptions flags on `cmd`; `resume` changes the budget help texts ("+N").
+void add_session_options(CLI::App* cmd, SessionOptions& options, bool resume);
+
+// The parts of the run configuration besides the search settings.
+struct ModelEntry {
+    std::string spec;              // as parse_model_spec reads it
+    double weight = 1;
+    std::optional<double> temperature;
+    int64_t max_output_tokens = 8192;
+};
+struct RunConfig {
+    SearchConfig search;
+    std::vector<ModelEntry> models; // empty: the builtin proposer
+    std::optional<std::string> knowledge; // null: --no-knowledge
+    Json provider = Json::object();
+    Json evaluator = Json::object();
+
+    Json to_json() const;
+    static RunConfig from_json(const Json& json, const std::string& what);
+};
+
+// Applies the session flags to `config`. `base` holds what the archive has used so far (0 for a new
+// run): "+N" budgets count from there. Throws Error(usage) for malformed values.
+struct BudgetBase {
+    int64_t candidates = 0;
+    int64_t calls = 0;
+    double cost_usd = 0;
+};
+void apply_session_options(const SessionOptions& options, const BudgetBase& base, RunConfig& config);
+
+// "90m", "2h", "1h30m", "45s", "3600" -> seconds. Throws Error(usage).
+double parse_duration(const std::string& text);
+
+// Everything one session of a run works with; owns what SearchServices refers to.
+class Session
+{
+public:
+    // Builds the proposer and the model mix (checking API keys), the cost model and the knowledge
+    // base. Starts nothing on the GPU.
+    Session(const Task& task, const RunConfig& config);
+    ~Session();
+    // Starts the GPU evaluator (throws Error(runtime) "no NVIDIA driver/GPU found" without one).
+    void start_evaluator(const RunConfig& config, uint64_t run_secret);
+    SearchServices services();
+    CandidateEvaluator& evaluator() { return *m_evaluator; }
+    std::string proposer_label() const { return m_proposer_label; }
+
+private:
+    const Task& m_task;
+    std::unique_ptr<PromptLibrary> m_library;
+    ModelMix m_models;
+    std::unique_ptr<Proposer> m_proposer;
+    BuiltinProposer* m_builtin = nullptr;
+    std::unique_ptr<KnowledgeBase> m_knowledge;
+    std::unique_ptr<CandidateEvaluator> m_evaluator;
+    CostModel m_cost;
+    std::string m_proposer_label;
+};
+
+// Runs the search for this session, then prints the run summary (text, or JSON with --json) and
+// returns the command's exit code: 0, 130 when interrupted, 4 when the model was unreachable.
+int run_and_report(Archive& archive, const Task& task, const RunConfig& config, Session& session, bool json);
+
+// $XDG_DATA_HOME/kforge/knowledge.sqlite (the folder is created).
+std::filesystem::path default_knowledge_path();
+
+// A fresh random 64-bit value (seeds, run secrets).
+uint64_t random_u64();
+
+} // namespace kforge

@@ -1,0 +1,81 @@
+// The knobs of a search, and its budgets.
+//
+// A SearchConfig is stored in the run record (RunInfo::config["search"]) when a run starts, and a
+// resumed run reads it back, so `kforge resume` continues with the settings the run began with;
+// only budgets and a few operational settings (parallelism, progress) may be changed on resume.
+// Nothing here is secret.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "util/json_reader.hpp"
+
+namespace kforge {
+
+// How a parent is chosen on an island (normalised shares; see selection.hpp).
+struct SelectionMix {
+    double exploit = 0.6; // fitness-weighted among the island's elites
+    double explore = 0.2; // uniform over the island's occupied cells
+    double target = 0.2;  // an elite next to an empty cell, asked to fill that cell
+};
+
+// Parses "0.6,0.2,0.2" (exploit, explore, target; any non-negative weights, not all zero).
+// Throws Error(usage) naming the text.
+SelectionMix parse_selection_mix(std::string_view text);
+
+enum class EditFormPolicy {
+    whole, // always ask for a whole file
+    diff,  // always ask for SEARCH/REPLACE edits of the parent (whole file without a parent)
+    mix,   // either, drawn per proposal with even odds
+};
+
+struct Budgets {
+    // Candidates scheduled: seeds, the reference, proposals, repairs and tunes, duplicates and
+    // replies without code included; one in flight counts.
+    int64_t candidates = 100;
+    std::optional<int64_t> max_calls;     // language-model calls (the builtin proposer makes none)
+    std::optional<double> max_cost_usd;   // dollars; calls in flight count at their estimate
+    std::optional<double> max_seconds;    // wall time of this session (optimize or one resume)
+    std::optional<int> patience;          // generations without improvement of the best
+};
+
+enum class ProgressMode {
+    automatic, // a live line on a terminal, [k/N] lines otherwise
+    live,
+    lines,
+    quiet,     // nothing but warnings
+};
+
+struct SearchConfig {
+    int islands = 4;
+    int parallel = 4;           // language-model calls in flight
+    int window = 0;             // items in flight (proposing or evaluating); 0: 2 * parallel + 2
+    int generation_size = 4;    // candidates per island that make one generation
+    int migrate_every = 2;      // generations between ring migrations
+    int meta_every = 3;         // generations between meta-prompt rewrites (with a model)
+    SelectionMix mix;
+    EditFormPolicy edit_form = EditFormPolicy::mix;
+    bool repair = true;         // one repair round for a failed model-written candidate
+    bool tune = true;           // a param-sweep candidate (no model) after a new island best
+    int max_lessons = 20;       // analyst calls per run at most
+    int lessons_per_prompt = 4;
+    Budgets budgets;
+    uint64_t seed = 0;          // the run's public seed (the RNG's starting point)
+    double interrupt_grace_s = 30; // after Ctrl-C, how long finished work may still be recorded
+    ProgressMode progress = ProgressMode::automatic;
+
+    int effective_window() const { return window > 0 ? window : 2 * parallel + 2; }
+    // Throws Error(usage) for values that cannot work (no islands, a zero generation, ...).
+    void validate() const;
+    Json to_json() const;
+    // Reads what to_json() wrote; missing keys keep their defaults. Throws Error(bad_input).
+    static SearchConfig from_json(const Json& json, std::string_view what);
+};
+
+std::string_view edit_form_policy_name(EditFormPolicy policy);
+std::optional<EditFormPolicy> parse_edit_form_policy(std::string_view name);
+
+} // namespace kforge

@@ -1,0 +1,147 @@
+// The search loop's internals (search.hpp has the contract). One SearchLoop runs one session of a
+// run on the controller thread; its member functions are split by stage:
+//   search_loop.cpp     the table of contents (run), starting and resuming, waiting, finishing
+//   search_schedule.cpp choosing and starting work (every random draw happens here)
+//   search_record.cpp   what comes back (proposals, evaluations), readiness, recording in order
+//   search_adapt.cpp    placement, generations, migration, meta-prompts, lessons, follow-ups
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/grid.hpp"
+#include "search/loop_state.hpp"
+#include "search/progress.hpp"
+#include "search/search.hpp"
+#include "search/worker_pool.hpp"
+
+namespace kforge {
+
+// Evaluation jobs of one item: ticket = seq * k_job_kinds + job.
+enum class EvalJobKind : uint64_t { screen = 0, confirm = 1, held_out = 2 };
+inline constexpr uint64_t k_job_kinds = 3;
+// The ticket of the final held-out check of the run's best (not an item's job).
+inline constexpr uint64_t k_final_ticket = ~uint64_t{0};
+
+// One item in flight: its plan and what has come back for it so far.
+struct Flight {
+    WorkItem item;
+    bool proposed = false;               // the proposal (or the side call's result) is back
+    Proposal proposal;
+    std::vector<int64_t> call_ids;       // its model calls, stored as they came back
+    std::vector<LlmCallRecord> calls;
+    std::string source;                  // what is evaluated ("" when the proposal has none)
+    std::string source_hash;
+    bool duplicate = false;              // an earlier item has the same source
+    std::optional<Evaluation> screen;
+    std::optional<Evaluation> confirm;
+    bool confirm_submitted = false;
+    bool confirm_needed = false;         // decided at the head: the confirmed numbers are recorded
+    bool confirm_held_out = false;       // the confirmation also checked held-out shapes
+    std::optional<Evaluation> held_out;  // a separate held-out check, when confirmation lacked it
+    bool held_out_submitted = false;
+    std::optional<MetaPromptResult> meta;
+    std::optional<LessonResult> lesson;
+    bool interrupted = false;            // its model call was cut off by Ctrl-C: never recordable
+    bool dispatched = false;             // started (after Ctrl-C, new items are planned, not started)
+};
+
+// What recording one candidate changed, for progress lines and follow-ups.
+struct Placement {
+    std::vector<int> islands;            // islands where it became an elite
+    bool island_best = false;            // improved its own island's best
+    bool new_best = false;               // the run's new best
+};
+
+class SearchLoop
+{
+public:
+    SearchLoop(Archive& archive, const Task& task, const SearchConfig& config, SearchServices& services);
+    ~SearchLoop();
+    SearchOutcome run();
+
+private:
+    // --- search_loop.cpp ---
+    void start();
+    void start_fresh();
+    void restore(const Json& saved);
+    void wait_for_work();
+    void notice_interrupt();
+    bool leaving_now() const;
+    void finish();
+    void verify_final_best();
+    ProgressSnapshot snapshot() const;
+    double elapsed_s() const;
+
+    // --- search_schedule.cpp ---
+    void schedule();
+    std::optional<WorkItem> plan_next();
+    WorkItem plan_proposal(int island);
+    void commit_item(const WorkItem& item);
+    void reserve(WorkItem& item);
+    size_t prompt_chars(const WorkItem& item);
+    void dispatch_new();
+    void dispatch(Flight& flight);
+    ProposalContext proposal_context(const WorkItem& item);
+    Proposal inline_proposal(const WorkItem& item);
+
+    // --- search_record.cpp ---
+    void take_pool_result(PoolResult result);
+    void accept_proposal(Flight& flight, Proposal proposal);
+    void accept_source(Flight& flight);
+    void take_evaluation(EvalResult result);
+    void submit(Flight& flight, EvalJobKind kind, EvalOptions options);
+    bool head_ready(Flight& flight);
+    bool would_be_elite(const Flight& flight, double fitness) const;
+    void record_head();
+    std::optional<Candidate> record_candidate(Flight& flight);
+    // Ends the run when too many items in a row gave nothing new to evaluate, or their model calls
+    // failed; `last` is the latest item's problem, for the message.
+    void stop_when_stuck(const std::string& last);
+    Evaluation merged_evaluation(const Flight& flight) const;
+    void save_state();
+
+    // --- search_adapt.cpp ---
+    Placement place(const Candidate& candidate, int island);
+    void follow_up(const Candidate& candidate, const Flight& flight, const Placement& placement);
+    void count_generation();
+    void migrate();
+    void request_meta_rewrite();
+    void request_lesson(const Candidate& child, const Placement& placement);
+    void record_lesson(Flight& flight);
+    void record_meta_prompt(Flight& flight);
+    void use_meta_prompt(const WorkItem& item, bool improved);
+
+    Archive& m_archive;
+    const Task& m_task;
+    SearchConfig m_config;
+    SearchServices& m_services;
+    std::unique_ptr<WorkerPool> m_pool;
+    ProgressReporter m_progress;
+
+    LoopState m_state;
+    std::vector<IslandGrid> m_grids;
+    std::map<int64_t, MetaPrompt> m_meta_prompts; // every strategy text of the run, by id
+    std::vector<int64_t> m_active_meta;      // per island: the id of its text in force
+    std::vector<Lesson> m_lessons;           // the run archive's lessons
+    std::map<uint64_t, Flight> m_flights;    // in flight, by seq
+    std::vector<uint64_t> m_undispatched;    // scheduled since the last dispatch
+    std::map<int64_t, size_t> m_source_sizes; // candidate id -> source length (prompt estimates)
+    std::vector<Lesson> m_knowledge_outbox;  // lessons to copy to the knowledge base after commit
+    Ledger m_ledger;
+    Json m_hardware;
+    std::vector<Measurement> m_baselines;
+    std::map<VerdictKind, int64_t> m_verdicts;
+    std::chrono::steady_clock::time_point m_started;
+    std::optional<std::chrono::steady_clock::time_point> m_interrupt_deadline;
+    StopReason m_stop = StopReason::none;
+    SearchOutcome m_outcome;
+    std::optional<Evaluation> m_final_check;  // the final held-out check of the best
+};
+
+} // namespace kforge

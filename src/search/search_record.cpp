@@ -1,0 +1,337 @@
+// What comes back, and recording it in schedule order.
+//
+// Proposals: their model calls are stored at once (they cost money whatever happens next); a source
+// is checked for duplicates — against the archive, and against items scheduled earlier that are
+// still in flight — and only a new one is submitted for the quick screen.
+//
+// Evaluation policy. A screened candidate that would become an elite (its cell empty on its island,
+// or held by a less fit elite) is confirmed: confirmation timing, a profile, only its best params.
+// Its placement then uses the confirmed fitness; one that would be the run's new best is also
+// checked on the held-out shapes, and a held_out_failed verdict keeps it from being an elite or the
+// best. A candidate flagged as suspicious (faster than the roofline floor) is never confirmed or
+// placed, and its fitness is stored only in its metrics. Confirmations may start early, when the
+// screen result arrives, but whether one is needed — and so which numbers are recorded — is decided
+// only when the candidate is at the head of the line, from the recorded state alone.
+#include <fmt/format.h>
+
+#include "evaluator/describe.hpp"
+#include "search/search_loop.hpp"
+#include "search/views.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+
+namespace kforge {
+namespace {
+
+constexpr int k_max_empty_streak = 24;   // items in a row with nothing to evaluate
+constexpr int k_max_call_failures = 8;   // proposals in a row whose model call failed
+
+bool qualifies(const Evaluation& evaluation)
+{
+    return evaluation.verdict.is_correct() && evaluation.fitness && *evaluation.fitness > 0 &&
+           !evaluation.metrics.value("suspicious", false);
+}
+
+bool interrupted_call(const Proposal& proposal)
+{
+    for (const auto& call : proposal.calls)
+        if (call.status == "interrupted")
+            return true;
+    return false;
+}
+
+std::string describe_verdict(const Candidate& candidate)
+{
+    const Evaluation& e = candidate.evaluation;
+    std::string text(verdict_name(e.verdict.kind));
+    if (e.fitness)
+        text += fmt::format(" {:.3f}x", *e.fitness);
+    else if (e.metrics.contains("suspicious_fitness"))
+        text += " (suspicious: faster than the roofline floor)";
+    return text;
+}
+
+} // namespace
+
+void SearchLoop::take_pool_result(PoolResult result)
+{
+    if (result.error)
+        std::rethrow_exception(result.error);
+    auto it = m_flights.find(result.seq);
+    if (it == m_flights.end())
+        return;
+    Flight& flight = it->second;
+    auto store = [&](LlmCallRecord record) {
+        flight.call_ids.push_back(m_archive.insert_llm_call(record));
+        flight.calls.push_back(std::move(record));
+    };
+    if (auto* proposal = std::get_if<Proposal>(&result.value)) {
+        accept_proposal(flight, std::move(*proposal));
+    } else if (auto* meta = std::get_if<MetaPromptResult>(&result.value)) {
+        store(meta->call);
+        flight.interrupted = meta->call.status == "interrupted";
+        flight.meta = std::move(*meta);
+        flight.proposed = true;
+    } else if (auto* lesson = std::get_if<LessonResult>(&result.value)) {
+        store(lesson->call);
+        flight.interrupted = lesson->call.status == "interrupted";
+        flight.lesson = std::move(*lesson);
+        flight.proposed = true;
+    }
+}
+
+void SearchLoop::accept_proposal(Flight& flight, Proposal proposal)
+{
+    for (const auto& call : proposal.calls) {
+        flight.call_ids.push_back(m_archive.insert_llm_call(call));
+        flight.calls.push_back(call);
+    }
+    flight.interrupted = proposal.outcome == ProposalOutcome::call_failed && interrupted_call(proposal);
+    flight.proposal = std::move(proposal);
+    flight.proposed = true;
+    if (flight.proposal.outcome == ProposalOutcome::source && flight.proposal.source) {
+        flight.source = *flight.proposal.source;
+        accept_source(flight);
+    }
+}
+
+void SearchLoop::accept_source(Flight& flight)
+{
+    flight.source_hash = candidate_hash(flight.source);
+    if (m_archive.find_candidate_by_hash(flight.source_hash))
+        flight.duplicate = true;
+    for (const auto& [seq, other] : m_flights)
+        if (seq < flight.item.seq && other.source_hash == flight.source_hash)
+            flight.duplicate = true;
+    if (flight.duplicate)
+        return;
+    EvalOptions options;
+    options.task_code = flight.item.kind == ItemKind::reference;
+    submit(flight, EvalJobKind::screen, options);
+}
+
+void SearchLoop::submit(Flight& flight, EvalJobKind kind, EvalOptions options)
+{
+    EvalJob job;
+    job.ticket = flight.item.seq * k_job_kinds + static_cast<uint64_t>(kind);
+    job.source = flight.source;
+    options.task_code = flight.item.kind == ItemKind::reference;
+    job.options = std::move(options);
+    if (kind == EvalJobKind::confirm)
+        flight.confirm_submitted = true;
+    if (kind == EvalJobKind::held_out)
+        flight.held_out_submitted = true;
+    m_services.evaluator.submit(std::move(job));
+}
+
+void SearchLoop::take_evaluation(EvalResult result)
+{
+    if (result.ticket == k_final_ticket) {
+        m_final_check = std::move(result.evaluation);
+        return;
+    }
+    auto it = m_flights.find(result.ticket / k_job_kinds);
+    if (it == m_flights.end())
+        return;
+    Flight& flight = it->second;
+    switch (static_cast<EvalJobKind>(result.ticket % k_job_kinds)) {
+    case EvalJobKind::screen:
+        flight.screen = std::move(result.evaluation);
+        // Start the confirmation early when it looks needed now; head_ready() decides for real.
+        if (qualifies(*flight.screen) && would_be_elite(flight, *flight.screen->fitness) && !flight.confirm_submitted)
+            submit(flight, EvalJobKind::confirm,
+                   EvalOptions{true, false, true, flight.screen->best_params, false});
+        return;
+    case EvalJobKind::confirm: flight.confirm = std::move(result.evaluation); return;
+    case EvalJobKind::held_out: flight.held_out = std::move(result.evaluation); return;
+    }
+}
+
+bool SearchLoop::would_be_elite(const Flight& flight, double fitness) const
+{
+    std::string cell = descriptor_cell(flight.screen->descriptors);
+    if (flight.item.island >= 0)
+        return m_grids[static_cast<size_t>(flight.item.island)].would_accept(cell, fitness);
+    for (const auto& grid : m_grids)
+        if (grid.would_accept(cell, fitness))
+            return true;
+    return false;
+}
+
+bool SearchLoop::head_ready(Flight& flight)
+{
+    if (!flight.proposed || flight.interrupted)
+        return false;
+    if (!yields_candidate(flight.item.kind) || flight.source.empty() || flight.duplicate)
+        return true;
+    if (m_archive.find_candidate_by_hash(flight.source_hash)) {
+        flight.duplicate = true;
+        return true;
+    }
+    if (!flight.screen)
+        return false;
+    if (!qualifies(*flight.screen) || !would_be_elite(flight, *flight.screen->fitness))
+        return true;
+    flight.confirm_needed = true;
+    if (!flight.confirm) {
+        if (!flight.confirm_submitted)
+            submit(flight, EvalJobKind::confirm, EvalOptions{true, false, true, flight.screen->best_params, false});
+        return false;
+    }
+    if (!qualifies(*flight.confirm) || *flight.confirm->fitness <= m_state.best_fitness)
+        return true;
+    if (!flight.held_out) {
+        if (!flight.held_out_submitted)
+            submit(flight, EvalJobKind::held_out, EvalOptions{false, true, false, flight.confirm->best_params, false});
+        return false;
+    }
+    return true;
+}
+
+void SearchLoop::record_head()
+{
+    Flight flight = std::move(m_flights.begin()->second);
+    m_flights.erase(m_flights.begin());
+    std::optional<Candidate> recorded;
+    m_archive.atomically([&] {
+        if (yields_candidate(flight.item.kind))
+            recorded = record_candidate(flight);
+        else if (flight.item.kind == ItemKind::analyst)
+            record_lesson(flight);
+        else
+            record_meta_prompt(flight);
+        m_ledger.settle(flight.item, flight.calls);
+        schedule();
+        save_state();
+    });
+    for (const auto& lesson : m_knowledge_outbox) {
+        try {
+            if (m_services.knowledge)
+                m_services.knowledge->add(lesson, m_archive.run_info().run_id);
+        } catch (const Error& e) {
+            log_warn("the lesson was kept in the run archive but not in the knowledge base: {}", e.what());
+        }
+    }
+    m_knowledge_outbox.clear();
+    if (recorded && m_services.hooks.on_recorded)
+        m_services.hooks.on_recorded(*recorded);
+}
+
+std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
+{
+    const WorkItem& item = flight.item;
+    const Proposal& proposal = flight.proposal;
+    ++m_state.recorded_candidates;
+    ++m_outcome.recorded;
+    if (flight.duplicate) {
+        ++m_state.duplicates;
+        ++m_outcome.duplicates;
+        ++m_state.empty_streak;
+        m_state.call_failure_streak = 0;
+        use_meta_prompt(item, false);
+        m_progress.recorded(snapshot(), fmt::format("island {} {}: duplicate of an archived candidate, not evaluated",
+                                                    item.island, origin_name(proposal.origin)));
+        count_generation();
+        stop_when_stuck("the proposals are duplicates of archived candidates");
+        return std::nullopt;
+    }
+    Candidate candidate;
+    candidate.source = flight.source;
+    candidate.source_hash = flight.source_hash;
+    if (item.kind == ItemKind::propose || item.kind == ItemKind::repair || item.kind == ItemKind::tune)
+        candidate.parent_id = item.parent;
+    candidate.inspiration_ids = item.inspirations;
+    candidate.island = std::max(item.island, 0);
+    candidate.generation = item.generation;
+    candidate.origin = proposal.origin;
+    if (!flight.call_ids.empty())
+        candidate.llm_call_id = flight.call_ids.back();
+    candidate.note = proposal.note;
+    if (flight.source.empty()) {
+        candidate.evaluation.verdict = proposal.failure;
+        ++m_state.empty_streak;
+        m_state.call_failure_streak =
+            proposal.outcome == ProposalOutcome::call_failed ? m_state.call_failure_streak + 1 : 0;
+    } else {
+        candidate.evaluation = merged_evaluation(flight);
+        m_state.empty_streak = 0;
+        m_state.call_failure_streak = 0;
+    }
+    candidate.id = m_archive.insert_candidate(candidate);
+    m_source_sizes[candidate.id] = candidate.source.size();
+    ++m_verdicts[candidate.evaluation.verdict.kind];
+
+    Placement placement = place(candidate, item.island);
+    use_meta_prompt(item, placement.island_best);
+    follow_up(candidate, flight, placement);
+    request_lesson(candidate, placement);
+    std::string line = fmt::format("#{} island {} {}: {}", candidate.id, item.island < 0 ? "*" : std::to_string(item.island),
+                                   origin_name(candidate.origin), describe_verdict(candidate));
+    if (!placement.islands.empty())
+        line += placement.new_best ? " NEW BEST" : " elite";
+    m_progress.recorded(snapshot(), line + (candidate.note.empty() ? "" : " - " + candidate.note));
+    if (placement.new_best)
+        m_progress.event(fmt::format("new best #{}: {:.3f}x the reference ({})", candidate.id, m_state.best_fitness,
+                                     candidate.note));
+    count_generation();
+    stop_when_stuck(candidate.evaluation.verdict.message);
+    return candidate;
+}
+
+void SearchLoop::stop_when_stuck(const std::string& last)
+{
+    if (m_stop != StopReason::none)
+        return;
+    if (m_state.empty_streak >= std::max(k_max_empty_streak, 2 * m_config.effective_window()))
+        m_stop = m_state.call_failure_streak > 0 ? StopReason::calls_failing : StopReason::exhausted;
+    if (m_state.call_failure_streak >= k_max_call_failures)
+        m_stop = StopReason::calls_failing;
+    if (m_stop != StopReason::none)
+        m_progress.event(fmt::format("stopping: {} (last: {})", describe_stop(m_stop, m_config.budgets), last.substr(0, 200)));
+}
+
+Evaluation SearchLoop::merged_evaluation(const Flight& flight) const
+{
+    Evaluation merged = *flight.screen;
+    if (flight.confirm_needed && flight.confirm) {
+        const Evaluation& screen = *flight.screen;
+        merged = *flight.confirm;
+        std::vector<Measurement> all = screen.measurements;
+        all.insert(all.end(), merged.measurements.begin(), merged.measurements.end());
+        merged.measurements = std::move(all);
+        merged.compile_info = screen.compile_info;
+        if (screen.metrics.contains("sweep"))
+            merged.metrics["sweep"] = screen.metrics["sweep"];
+        merged.metrics["screen_fitness"] = screen.fitness ? Json(*screen.fitness) : Json();
+        merged.eval_seconds += screen.eval_seconds;
+    }
+    if (flight.held_out) {
+        const Evaluation& check = *flight.held_out;
+        merged.eval_seconds += check.eval_seconds;
+        for (const auto& m : check.measurements)
+            if (m.shape_set == "held_out")
+                merged.measurements.push_back(m);
+        if (check.verdict.is_correct()) {
+            merged.metrics["held_out"] = "passed";
+        } else {
+            merged.metrics["held_out"] = "failed";
+            merged.verdict = check.verdict;
+            merged.fitness.reset();
+        }
+    }
+    if (merged.metrics.value("suspicious", false) && merged.fitness) {
+        merged.metrics["suspicious_fitness"] = *merged.fitness;
+        merged.fitness.reset();
+    }
+    return merged;
+}
+
+void SearchLoop::save_state()
+{
+    m_state.pending.clear();
+    for (const auto& [seq, flight] : m_flights)
+        m_state.pending.push_back(flight.item);
+    m_archive.set_search_state(k_loop_state_key, m_state.to_json());
+}
+
+} // namespace kforge

@@ -1,0 +1,206 @@
+// The search test harness; see search_harness.hpp.
+#include "search/search_harness.hpp"
+
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "agents/builtin_proposer.hpp"
+#include "agents/llm_proposer.hpp"
+#include "agents/model_mix.hpp"
+#include "agents/prompt_library.hpp"
+#include "agents/replay_provider.hpp"
+#include "core/task.hpp"
+#include "evaluator/describe.hpp"
+#include "search/loop_state.hpp"
+#include "search/run_record.hpp"
+#include "test_support.hpp"
+#include "util/hash.hpp"
+
+namespace kforge::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+ModelSpec scripted_spec()
+{
+    ModelSpec spec;
+    spec.provider = "openai";
+    spec.model = "scripted";
+    spec.base_url = "http://scripted.invalid";
+    return spec;
+}
+
+std::string join_ids(const std::vector<int64_t>& ids)
+{
+    std::string out;
+    for (int64_t id : ids)
+        out += (out.empty() ? "" : ",") + std::to_string(id);
+    return out;
+}
+
+} // namespace
+
+std::string scripted_kernel_reply(const std::string& prompt, const ScriptedSettings& settings)
+{
+    uint64_t variant = hash64(prompt) % static_cast<uint64_t>(std::max(1, settings.variants));
+    uint64_t k = hash64(std::to_string(variant), 3);
+    if (static_cast<int>(k % 100) < settings.no_code_percent)
+        return "CHANGE: nothing this time\nI could not think of an improvement.";
+    int speed = 50 + static_cast<int>((k >> 8) % 300);
+    int cell = static_cast<int>((k >> 20) % 16);
+    int verdict = static_cast<int>(VerdictKind::correct);
+    if (static_cast<int>((k >> 28) % 100) < settings.incorrect_percent) {
+        const VerdictKind failures[] = {VerdictKind::compile_error, VerdictKind::incorrect, VerdictKind::runtime_error};
+        verdict = static_cast<int>(failures[(k >> 36) % 3]);
+    }
+    int suspicious = static_cast<int>((k >> 40) % 100) < settings.suspicious_percent ? 1 : 0;
+    int held_out = static_cast<int>((k >> 48) % 100) < settings.held_out_fail_percent ? 0 : 1;
+    return fmt::format("CHANGE: variant {}\n"
+                       "```cuda\n"
+                       "/* kforge:plan\n"
+                       "{{ \"launches\": [{{\"kernel\": \"softmax\", \"grid\": [\"M\"], \"block\": [256], "
+                       "\"args\": [\"x\", \"y\", \"M\", \"N\"]}}] }}\n"
+                       "*/\n"
+                       "#define KF_SPEED {}\n#define KF_CELL {}\n#define KF_VERDICT {}\n#define KF_SUSPICIOUS {}\n"
+                       "#define KF_HELD_OUT {}\n"
+                       "extern \"C\" __global__ void softmax(const float* x, float* y, int M, int N) {{ }}\n"
+                       "```\n",
+                       variant, speed, cell, verdict, suspicious, held_out);
+}
+
+ScriptedProvider::ScriptedProvider(ScriptedSettings settings) : Provider(scripted_spec(), {}), m_settings(settings) {}
+
+ChatResult ScriptedProvider::exchange(const ChatRequest& request)
+{
+    int running = ++m_running;
+    int seen = m_max_concurrent.load();
+    while (running > seen && !m_max_concurrent.compare_exchange_weak(seen, running)) {
+    }
+    ++m_calls;
+    std::string prompt = request.system + "\n" + request.user;
+    if (m_settings.max_delay.count() > 0)
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(hash64(prompt, 5) % static_cast<uint64_t>(m_settings.max_delay.count() + 1)));
+    ChatResult result;
+    LlmCallRecord& record = result.record;
+    record.provider = spec().provider;
+    record.model = spec().model;
+    record.base_url = spec().base_url;
+    record.purpose = request.purpose;
+    record.request = Json{{"system", request.system}, {"user", request.user}};
+    uint64_t h = hash64(prompt);
+    switch (request.purpose) {
+    case CallPurpose::propose:
+    case CallPurpose::repair: record.reply = scripted_kernel_reply(prompt, m_settings); break;
+    case CallPurpose::analyst:
+        record.reply = fmt::format("LESSON: variant {} taught that scripted kernels get faster.\nTAGS: scripted, t{}",
+                                   h % 7, h % 3);
+        break;
+    case CallPurpose::meta_prompt: record.reply = fmt::format("```text\nStrategy note {}: try harder.\n```", h % 11); break;
+    }
+    record.input_tokens = static_cast<int64_t>(prompt.size() / 4);
+    record.output_tokens = static_cast<int64_t>(record.reply.size() / 4);
+    record.cost_usd = m_settings.cost_per_call;
+    record.cost_known = true;
+    --m_running;
+    return result;
+}
+
+const Task& softmax_task()
+{
+    static const Task task = load_task(source_dir() / "tasks" / "softmax_f32.json");
+    return task;
+}
+
+SearchOutcome run_session(const fs::path& path, const HarnessOptions& options)
+{
+    const Task& task = softmax_task();
+    SearchConfig config = options.config;
+    config.progress = ProgressMode::quiet;
+    std::optional<Archive> archive;
+    if (!fs::exists(path)) {
+        RunInfo run = new_run_record(task, path.stem().string(), Json{{"search", config.to_json()}}, config.seed);
+        archive.emplace(Archive::create(path, run));
+        store_run_secret(*archive, 42);
+    } else {
+        archive.emplace(Archive::open(path, OpenMode::write));
+    }
+    FakeEvaluator evaluator(task, options.fake);
+    std::unique_ptr<Proposer> proposer;
+    BuiltinProposer* builtin = nullptr;
+    ModelMix models;
+    std::unique_ptr<PromptLibrary> library;
+    if (options.builtin) {
+        auto owned = std::make_unique<BuiltinProposer>();
+        builtin = owned.get();
+        proposer = std::move(owned);
+    } else {
+        library = std::make_unique<PromptLibrary>(PromptLibrary::load_default());
+        std::shared_ptr<Provider> provider;
+        if (options.replay.empty())
+            provider = std::make_shared<ScriptedProvider>(options.scripted);
+        else
+            provider = std::make_shared<ReplayProvider>(ModelSpec{"replay", "recorded", "", 1, std::nullopt, 8192},
+                                                        options.replay, CallRecorder{});
+        models.add(provider, 1);
+        proposer = std::make_unique<LlmProposer>(models, *library);
+    }
+    SearchServices services{evaluator, *proposer};
+    services.builtin = builtin;
+    services.models = builtin ? nullptr : &models;
+    services.library = library.get();
+    services.knowledge = options.knowledge;
+    services.cost = options.cost;
+    services.cost.models = !builtin;
+    services.hooks.on_recorded = options.on_recorded;
+    SearchOutcome outcome = run_search(*archive, task, config, services);
+    if (options.inspect_evaluator)
+        options.inspect_evaluator(evaluator);
+    return outcome;
+}
+
+std::vector<std::string> run_fingerprint(const fs::path& path)
+{
+    Archive archive = Archive::open(path, OpenMode::read_only);
+    std::vector<std::string> lines;
+    for (const auto& point : archive.fitness_series()) {
+        auto c = archive.candidate(point.candidate_id);
+        const Evaluation& e = c->evaluation;
+        lines.push_back(fmt::format("candidate #{} hash={} parent={} inspirations=[{}] island={} generation={} origin={} "
+                                    "verdict={} fitness={} cell={} params={} note={} measurements={}",
+                                    c->id, c->source_hash, c->parent_id ? std::to_string(*c->parent_id) : "-",
+                                    join_ids(c->inspiration_ids), c->island, c->generation, origin_name(c->origin),
+                                    verdict_name(e.verdict.kind), e.fitness ? fmt::format("{:.9f}", *e.fitness) : "-",
+                                    descriptor_cell(e.descriptors), describe_param_point(e.best_params), c->note,
+                                    e.measurements.size()));
+    }
+    for (const auto& placement : archive.elite_history())
+        lines.push_back(fmt::format("elite island={} cell={} candidate=#{} fitness={:.9f} replaced={}",
+                                    placement.elite.island, placement.elite.cell, placement.elite.candidate_id,
+                                    placement.elite.fitness, placement.replaced_at.has_value()));
+    for (const auto& prompt : archive.meta_prompts(MetaPromptFilter::all))
+        lines.push_back(fmt::format("strategy island={} generation={} uses={} improvements={} active={} text={}",
+                                    prompt.island, prompt.generation, prompt.uses, prompt.improvements, prompt.active,
+                                    hash_hex(prompt.text)));
+    for (const auto& lesson : archive.lessons())
+        lines.push_back(fmt::format("lesson task={} candidate={} text={}", lesson.task_name,
+                                    lesson.candidate_id.value_or(0), lesson.text));
+    if (auto state = archive.search_state(k_loop_state_key))
+        lines.push_back(fmt::format("rng={} next_seq={} generation={}", (*state)["rng"].get<std::string>(),
+                                    (*state)["next_seq"].dump(), (*state)["generation"].dump()));
+    return lines;
+}
+
+std::string first_difference(const std::vector<std::string>& a, const std::vector<std::string>& b)
+{
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+        if (a[i] != b[i])
+            return fmt::format("line {}:\n  expected: {}\n  actual:   {}", i, a[i], b[i]);
+    if (a.size() != b.size())
+        return fmt::format("lengths differ: expected {} lines, actual {}", a.size(), b.size());
+    return "none";
+}
+
+} // namespace kforge::test

@@ -1,0 +1,229 @@
+// The search loop against the fake evaluator: MAP-Elites invariants, island isolation, the
+// evaluation policy (confirmations, held-out checks, suspicious timings), duplicates.
+#include "kf_catch.hpp"
+
+#include <map>
+#include <set>
+
+#include "evaluator/describe.hpp"
+#include "search/search_harness.hpp"
+#include "test_support.hpp"
+#include "util/interrupt.hpp"
+
+using namespace kforge;
+using namespace kforge::test;
+
+namespace {
+
+HarnessOptions model_run(int budget, uint64_t seed)
+{
+    HarnessOptions options;
+    options.config.islands = 3;
+    options.config.parallel = 3;
+    options.config.generation_size = 3;
+    options.config.migrate_every = 1;
+    options.config.meta_every = 2;
+    options.config.budgets.candidates = budget;
+    options.config.seed = seed;
+    options.scripted.max_delay = std::chrono::milliseconds(4);
+    options.fake.max_delay = std::chrono::milliseconds(3);
+    return options;
+}
+
+} // namespace
+
+TEST_CASE("each cell holds one elite, replaced only by a strictly fitter candidate", "[search]")
+{
+    clear_interrupt();
+    TempDir dir;
+    HarnessOptions options = model_run(70, 11);
+    options.scripted.variants = 400;
+    SearchOutcome outcome = run_session(dir / "run.kforge", options);
+    CHECK(outcome.reason == StopReason::budget);
+
+    Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
+    std::map<std::pair<int, std::string>, std::vector<ElitePlacement>> by_cell;
+    for (const auto& placement : archive.elite_history())
+        by_cell[{placement.elite.island, placement.elite.cell}].push_back(placement);
+    int replacements = 0;
+    for (const auto& [key, placements] : by_cell) {
+        int current = 0;
+        for (size_t i = 0; i < placements.size(); ++i) {
+            current += placements[i].replaced_at ? 0 : 1;
+            if (i > 0) {
+                INFO("island " << key.first << " cell " << key.second << " placement " << i << ": "
+                               << placements[i - 1].elite.fitness << " replaced by " << placements[i].elite.fitness);
+                CHECK(placements[i].elite.fitness > placements[i - 1].elite.fitness);
+                CHECK(placements[i - 1].replaced_at.has_value());
+                ++replacements;
+            }
+        }
+        CHECK(current == 1);
+    }
+    CHECK(replacements > 0); // the landscape is rich enough to exercise replacement
+    for (const auto& elite : archive.elites()) {
+        auto candidate = archive.candidate(elite.candidate_id);
+        REQUIRE(candidate);
+        INFO("elite #" << elite.candidate_id);
+        CHECK(candidate->evaluation.verdict.is_correct());
+        REQUIRE(candidate->evaluation.fitness);
+        CHECK(*candidate->evaluation.fitness == elite.fitness);
+        CHECK(descriptor_cell(candidate->evaluation.descriptors) == elite.cell);
+    }
+}
+
+TEST_CASE("islands share candidates only through ring migration", "[search]")
+{
+    clear_interrupt();
+    for (int migrate_every : {1, 1000}) {
+        TempDir dir;
+        HarnessOptions options = model_run(80, 5);
+        options.config.migrate_every = migrate_every;
+        run_session(dir / "run.kforge", options);
+        Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
+        std::map<int64_t, std::set<int>> placed_on; // candidate -> islands where it was ever an elite
+        int foreign = 0;
+        for (const auto& placement : archive.elite_history()) {
+            auto c = archive.candidate(placement.elite.candidate_id);
+            placed_on[c->id].insert(placement.elite.island);
+            bool planted = c->origin == Origin::seed || c->origin == Origin::reference;
+            if (planted || c->island == placement.elite.island)
+                continue;
+            ++foreign;
+            INFO("#" << c->id << " of island " << c->island << " placed on island " << placement.elite.island);
+            CHECK(placement.elite.island == (c->island + 1) % 3); // only to the next island of the ring
+        }
+        if (migrate_every == 1)
+            CHECK(foreign > 0);
+        else
+            CHECK(foreign == 0);
+        for (const auto& point : archive.fitness_series()) {
+            auto c = archive.candidate(point.candidate_id);
+            if (!c->parent_id)
+                continue;
+            auto parent = archive.candidate(*c->parent_id);
+            INFO("#" << c->id << " (" << origin_name(c->origin) << ", island " << c->island << ") from #"
+                     << parent->id << " (island " << parent->island << ")");
+            if (c->origin == Origin::repair)
+                CHECK(parent->island == c->island);
+            else
+                CHECK(placed_on[parent->id].count(c->island) == 1);
+            for (int64_t inspiration : c->inspiration_ids)
+                CHECK(placed_on[inspiration].count(c->island) == 1);
+        }
+    }
+}
+
+TEST_CASE("would-be elites are confirmed, new bests are checked on held-out shapes, suspicious times never "
+          "count", "[search]")
+{
+    clear_interrupt();
+    TempDir dir;
+    HarnessOptions options = model_run(90, 21);
+    options.scripted.suspicious_percent = 15;
+    options.scripted.held_out_fail_percent = 25;
+    options.scripted.variants = 500;
+    std::vector<EvalJob> jobs;
+    options.inspect_evaluator = [&](FakeEvaluator& evaluator) { jobs = evaluator.jobs(); };
+    SearchOutcome outcome = run_session(dir / "run.kforge", options);
+    Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
+
+    std::map<std::string, std::vector<EvalJob>> jobs_by_source;
+    for (const auto& job : jobs)
+        jobs_by_source[job.source].push_back(job);
+    std::set<int64_t> ever_elite;
+    for (const auto& placement : archive.elite_history())
+        ever_elite.insert(placement.elite.candidate_id);
+
+    int suspicious = 0, held_out_failed = 0;
+    for (const auto& point : archive.fitness_series()) {
+        auto c = archive.candidate(point.candidate_id);
+        const Evaluation& e = c->evaluation;
+        INFO("#" << c->id << " " << verdict_name(e.verdict.kind));
+        if (e.metrics.contains("suspicious_fitness")) {
+            ++suspicious;
+            CHECK_FALSE(e.fitness.has_value());
+            CHECK(ever_elite.count(c->id) == 0);
+        }
+        if (e.verdict.kind == VerdictKind::held_out_failed) {
+            ++held_out_failed;
+            CHECK(ever_elite.count(c->id) == 0);
+        }
+        if (ever_elite.count(c->id) && c->origin != Origin::reference) {
+            bool confirmed = false;
+            for (const auto& job : jobs_by_source[c->source])
+                confirmed = confirmed || (job.options.confirm && job.options.profile && job.options.only_params);
+            CHECK(confirmed);
+            CHECK(e.metrics.contains("screen_fitness"));
+            CHECK(e.metrics["screen_fitness"].get<double>() != *e.fitness); // the confirmed number is stored
+        }
+    }
+    CHECK(suspicious > 0);
+    CHECK(held_out_failed > 0);
+    REQUIRE(outcome.best_id);
+    CHECK(outcome.best_held_out == "passed");
+    auto best = archive.best_candidate();
+    REQUIRE(best);
+    CHECK(best->id == *outcome.best_id);
+    bool held_out_checked = false;
+    for (const auto& job : jobs_by_source[best->source])
+        held_out_checked = held_out_checked || job.options.held_out;
+    CHECK(held_out_checked);
+}
+
+TEST_CASE("a duplicate proposal is counted and never evaluated", "[search]")
+{
+    clear_interrupt();
+    TempDir dir;
+    HarnessOptions options = model_run(40, 3);
+    options.scripted.variants = 6; // six distinct kernels at most
+    std::vector<EvalJob> jobs;
+    options.inspect_evaluator = [&](FakeEvaluator& evaluator) { jobs = evaluator.jobs(); };
+    SearchOutcome outcome = run_session(dir / "run.kforge", options);
+    CHECK(outcome.duplicates > 0);
+    std::set<std::string> screened;
+    for (const auto& job : jobs)
+        if (job.ticket % 3 == 0) {
+            INFO("screened twice: " << job.source.substr(0, 200));
+            CHECK(screened.insert(job.source).second);
+        }
+    Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
+    std::set<std::string> hashes;
+    for (const auto& point : archive.fitness_series()) {
+        auto c = archive.candidate(point.candidate_id);
+        if (!c->source.empty())
+            CHECK(hashes.insert(c->source_hash).second);
+    }
+    CHECK(archive.candidate_count() + outcome.duplicates == 40);
+}
+
+TEST_CASE("the reference and the seeds are planted in every island before any proposal", "[search]")
+{
+    clear_interrupt();
+    TempDir dir;
+    HarnessOptions options;
+    options.builtin = true;
+    options.config.islands = 4;
+    options.config.budgets.candidates = 12;
+    run_session(dir / "run.kforge", options);
+    Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
+    size_t planted = 1 + softmax_task().seeds.size();
+    for (size_t id = 1; id <= planted; ++id) {
+        auto c = archive.candidate(static_cast<int64_t>(id));
+        CHECK((c->origin == Origin::reference || c->origin == Origin::seed));
+    }
+    std::map<int, int> elites_per_island;
+    for (const auto& placement : archive.elite_history())
+        if (placement.elite.candidate_id <= static_cast<int64_t>(planted))
+            ++elites_per_island[placement.elite.island];
+    for (int island = 0; island < 4; ++island) {
+        INFO("island " << island);
+        CHECK(elites_per_island[island] >= 1);
+    }
+    for (const auto& point : archive.fitness_series())
+        if (point.candidate_id > static_cast<int64_t>(planted)) {
+            auto c = archive.candidate(point.candidate_id);
+            CHECK(c->origin == Origin::builtin);
+            CHECK(c->parent_id.has_value()); // every island had elites to start from
+        }
+}
