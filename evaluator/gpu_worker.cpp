@@ -2,6 +2,7 @@
 // fds 3/4 (worker_protocol.hpp) until the controller closes the pipe, and exits after any reply that
 // says its context is unusable, so the controller can start a clean one.
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <memory>
 
@@ -211,6 +212,7 @@ Json handle_run_variant(WorkerState& state, const Json& request)
 int run_gpu_worker()
 {
     ParentChannel channel = ParentChannel::adopt();
+    std::signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group; the controller decides
     WorkerState state;
     while (auto frame = channel.receive()) {
         Json reply;

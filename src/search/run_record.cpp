@@ -28,6 +28,11 @@ RunInfo new_run_record(const Task& task, const std::string& run_id, const Json& 
 void record_environment(RunInfo& run, const Json& environment)
 {
     run.device = environment.value("device", Json::object());
+    // The ceilings the run's "% of roofline" figures were computed from (measured DRAM bandwidth
+    // included), and which vendor baselines were timed or why not.
+    for (const char* key : {"peaks", "vendor_baselines", "vendor_library"})
+        if (environment.contains(key))
+            run.device[key] = environment.at(key);
     run.toolkit_version = environment.value("nvrtc", std::string("unknown"));
     run.kforge_version = KFORGE_VERSION;
 }
