@@ -58,6 +58,9 @@ DeviceFacts DeviceFacts::from_json(const Json& json)
     facts.memory_clock_khz = static_cast<int>(json.value("memory_clock_mhz", 0.0) * 1000);
     facts.memory_bus_bits = json.value("memory_bus_bits", 0);
     facts.total_memory = json.value("total_memory_bytes", int64_t{0});
+    std::string driver = json.value("driver_version", "0.0"); // "13.0" from 13000
+    if (auto dot = driver.find('.'); dot != std::string::npos)
+        facts.driver_version = std::stoi(driver.substr(0, dot)) * 1000 + std::stoi(driver.substr(dot + 1)) * 10;
     return facts;
 }
 

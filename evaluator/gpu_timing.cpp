@@ -5,17 +5,18 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "evaluator/cupti_activity.hpp"
 #include "evaluator/gpu_plan.hpp"
+#include "evaluator/sample_records.hpp"
 
 namespace kforge {
 namespace {
 
 constexpr int k_max_batch = 32;
-constexpr std::string_view k_internal_prefix = "kforge_";
 
 double quantile(const std::vector<double>& sorted, double q)
 {
@@ -26,6 +27,35 @@ double quantile(const std::vector<double>& sorted, double q)
     size_t hi = std::min(lo + 1, sorted.size() - 1);
     double frac = pos - static_cast<double>(lo);
     return sorted[lo] * (1 - frac) + sorted[hi] * frac;
+}
+
+// The kernel records of the last `samples` timed runs, one list per run (sample_records.hpp). CUPTI
+// may still be handing records over after the stream is idle, so an incomplete pattern is drained
+// again for a while; what never completes is reported, as is work outside the runs' brackets.
+std::vector<std::vector<KernelRecord>> collect_sample_records(int samples, std::string& problem)
+{
+    constexpr auto k_patience = std::chrono::seconds(2);
+    auto give_up = std::chrono::steady_clock::now() + k_patience;
+    std::vector<KernelRecord> pool;
+    for (;;) {
+        auto more = ActivityTracer::drain();
+        pool.insert(pool.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+        std::stable_sort(pool.begin(), pool.end(), [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
+        SampleSplit split = split_samples(pool, samples);
+        if (split.complete) {
+            if (split.outside > 0)
+                problem = fmt::format("CUPTI saw {} kernel execution{} outside the plan's launches: extra work the "
+                                      "timing cannot attribute", split.outside, split.outside == 1 ? "" : "s");
+            return std::move(split.samples);
+        }
+        if (std::chrono::steady_clock::now() > give_up) {
+            problem = fmt::format("CUPTI's kernel records of {} timed run{} did not arrive in launch order within {} s "
+                                  "(work still running after the plan's last launch, or on another stream?)",
+                                  samples, samples == 1 ? "" : "s", k_patience.count());
+            return {};
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
 }
 
 } // namespace
@@ -149,13 +179,7 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
         // Records for each (sample, subject), in order. Library calls (no known kernel list) are
         // synced one by one so that whatever kernels they launch are attributed to them alone.
         std::vector<std::vector<KernelRecord>> sample_records(static_cast<size_t>(slots));
-        auto drain_candidates = [] {
-            std::vector<KernelRecord> records;
-            for (auto& r : ActivityTracer::drain())
-                if (r.name.rfind(k_internal_prefix, 0) != 0)
-                    records.push_back(std::move(r));
-            return records;
-        };
+        std::string collect_problem;
         for (int b = 0; b < batch; ++b) {
             for (size_t s = 0; s < subjects.size(); ++s) {
                 size_t index = static_cast<size_t>(b) * subjects.size() + s;
@@ -169,32 +193,27 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
                 if (any_library) {
                     if (!wait(1))
                         return {};
-                    sample_records[index] = drain_candidates();
+                    auto one = collect_sample_records(1, collect_problem);
+                    if (!collect_problem.empty())
+                        break;
+                    sample_records[index] = std::move(one[0]);
                 }
             }
+            if (!collect_problem.empty())
+                break;
         }
-        if (!wait(slots))
+        if (collect_problem.empty() && !wait(slots))
             return {};
+        if (collect_problem.empty() && !any_library)
+            sample_records = collect_sample_records(slots, collect_problem);
+        if (!collect_problem.empty()) {
+            for (auto& stats : result)
+                stats.problem = collect_problem;
+            return result;
+        }
         std::vector<uint64_t> probes(static_cast<size_t>(slots) * 4);
         KF_CU_CHECK(cu.cuMemcpyDtoH(probes.data(), m_probe_slots.get(), probes.size() * sizeof(uint64_t)));
 
-        if (!any_library) {
-            std::vector<KernelRecord> records = drain_candidates();
-            size_t expected = 0;
-            for (const auto& subject : subjects)
-                expected += subject.kernel_names.size() * static_cast<size_t>(batch);
-            if (records.size() != expected) {
-                for (auto& stats : result)
-                    stats.problem = fmt::format("CUPTI saw {} kernel executions where the plan launches {}: extra or "
-                                                "missing kernels mean work the timing cannot attribute",
-                                                records.size(), expected);
-                return result;
-            }
-            size_t next = 0;
-            for (size_t index = 0; index < sample_records.size(); ++index)
-                for (size_t k = 0; k < subjects[index % subjects.size()].kernel_names.size(); ++k)
-                    sample_records[index].push_back(records[next++]);
-        }
         for (int b = 0; b < batch; ++b) {
             for (size_t s = 0; s < subjects.size(); ++s) {
                 const auto& names = subjects[s].kernel_names;

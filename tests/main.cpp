@@ -60,6 +60,8 @@ int main(int argc, char** argv)
         return run_fake_gpu_worker();
     if (argc == 2 && std::string(argv[1]) == "--kforge-test-echo-child")
         return run_echo_child();
+    // The GPU probe forks; it must run before any test initialises CUDA in this process.
+    (void)kforge::test::gpu_unavailable_reason();
     // Tags whose tests need something this machine may lack: when such a tag is selected (and not
     // excluded with ~) and the need is unmet, the whole run is reported skipped with the reason.
     struct Gate {

@@ -18,7 +18,9 @@ extern char** environ;
 
 namespace kforge::test {
 
-std::string gpu_unavailable_reason()
+namespace {
+
+std::string probe_gpu()
 {
     // cuInit and cuDeviceGetCount are stable, unversioned driver symbols. The probe runs in a
     // forked child (nothing CUDA exists in this process yet) so the runner never holds a context.
@@ -58,6 +60,16 @@ std::string gpu_unavailable_reason()
     int status = 0;
     ::waitpid(pid, &status, 0);
     return why;
+}
+
+} // namespace
+
+std::string gpu_unavailable_reason()
+{
+    // Probed once, before any test runs: a child forked after a test has initialised CUDA in this
+    // process (the vendor library's tests do) cannot initialise it again (CUDA error 3).
+    static const std::string reason = probe_gpu();
+    return reason;
 }
 
 void require_gpu()
