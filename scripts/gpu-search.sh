@@ -11,8 +11,8 @@ out="${OUT:-/tmp/kforge-search}"
 mkdir -p "$out"
 archive="$out/softmax-builtin.kforge"
 log="$out/search.log"
-budget="${KF_SEARCH_BUDGET:-96}"
-kill_after="${KF_SEARCH_KILL_AFTER:-25}"
+budget="${KF_SEARCH_BUDGET:-64}"
+kill_after="${KF_SEARCH_KILL_AFTER:-20}"
 rm -f "$archive"*
 {
     echo "== optimize (SIGKILL after ${kill_after}s)"

@@ -12,3 +12,5 @@ grep -E "FAILED|failed|passed|SKIPPED|test cases" "$out/tests.log" | grep -v "^ 
 start=$(date +%s)
 "$here/scripts/gpu-search.sh"
 echo "search script in $(( $(date +%s) - start ))s"
+# The device tool brings back a handful of files: everything travels as one archive.
+(cd "$out" && tar czf gpu-suite.tgz --remove-files --exclude gpu-suite.tgz -- * 2>/dev/null)
