@@ -225,9 +225,12 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
                 }
                 uint64_t first_start = UINT64_MAX, last_end = 0;
                 for (size_t k = 0; k < mine.size(); ++k) {
+                    // The count of kernels inside the sample's probes is what is checked, not their
+                    // names: CUPTI can report a kernel under the name of a function from a module
+                    // unloaded earlier (seen on H100 and H200 when a candidate's module is reloaded
+                    // for confirmation), and a candidate has no host code to launch anything else.
                     const KernelRecord& r = mine[k];
-                    bool name_ok = names.empty() || r.name == names[k];
-                    if (!name_ok || r.device_launched || r.start_ns == 0 || r.end_ns < r.start_ns) {
+                    if (r.device_launched || r.start_ns == 0 || r.end_ns < r.start_ns) {
                         result[s].problem = fmt::format("unexpected kernel record '{}' where '{}' was launched{}",
                                                         r.name, names.empty() ? "a library call" : names[k],
                                                         r.device_launched ? " (device-launched)" : "");
