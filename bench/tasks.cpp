@@ -175,9 +175,13 @@ Json run_tasks(const BenchOptions& options, const std::vector<std::string>& task
 
 std::string tasks_markdown(const Json& tasks)
 {
-    std::string md = fmt::format("`kforge optimize TASK --model builtin --time {}` per task (seed 1). Roofline: "
-                                 "max(bytes / measured DRAM bandwidth, flops / compute peak).\n\n",
-                                 tasks.value("time_per_task", "?"));
+    std::string md = fmt::format(
+        "`kforge optimize TASK --model builtin --time {}` per task (seed 1); all times are medians timed by kforge in "
+        "the same worker. % roofline = roofline floor / time, the floor being max(bytes / measured DRAM bandwidth, "
+        "flops / theoretical compute peak); the bandwidth is a device-to-device copy measured in the run, which a "
+        "read-mostly kernel (reduce, axpy, histogram) can beat, hence figures above 100%. In brackets: the vendor "
+        "library's own % of roofline.\n\n",
+        tasks.value("time_per_task", "?"));
     md += "| task | shape | reference | vendor | best found | vs reference | vs vendor | % roofline (vendor) | bound "
           "| candidates |\n|---|---|---:|---|---:|---:|---:|---:|---|---:|\n";
     for (const auto& t : tasks.at("tasks")) {
