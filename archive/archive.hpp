@@ -128,6 +128,8 @@ public:
     std::optional<LlmCallRecord> llm_call(int64_t id) const;
     // The newest calls first, at most `limit`; with CallText::omit, request and reply stay empty.
     std::vector<LlmCallRecord> llm_calls(size_t limit, CallText text) const;
+    // Totals over calls to language models. The builtin proposer's records (provider "builtin",
+    // no model, no cost) are not model calls and are left out; llm_usage_by_model() lists them.
     LlmUsage llm_usage_total() const;
     // Per provider and model, the most expensive first.
     std::vector<LlmUsage> llm_usage_by_model() const;

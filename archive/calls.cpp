@@ -125,7 +125,7 @@ std::vector<LlmCallRecord> Archive::llm_calls(size_t limit, CallText text) const
 
 LlmUsage Archive::llm_usage_total() const
 {
-    Statement query(*m_db, fmt::format("SELECT {} FROM llm_call", k_usage_sums));
+    Statement query(*m_db, fmt::format("SELECT {} FROM llm_call WHERE provider != 'builtin'", k_usage_sums));
     LlmUsage usage;
     query.step();
     read_usage(query, 0, usage);

@@ -197,6 +197,15 @@ TEST_CASE("LLM calls come back unchanged and sum into usage per model", "[archiv
     CHECK(by_model[1].model == "gpt-5");
     CHECK(by_model[1].calls == 2);
     CHECK(by_model[1].failed_calls == 1);
+
+    // The builtin proposer's records are listed per model but are not language-model calls.
+    LlmCallRecord builtin;
+    builtin.provider = "builtin";
+    builtin.model = "builtin";
+    builtin.status = "ok";
+    archive.insert_llm_call(builtin);
+    CHECK(archive.llm_usage_total().calls == 4);
+    CHECK(archive.llm_usage_by_model().size() == 4);
 }
 
 TEST_CASE("meta-prompts, lessons and search state come back unchanged", "[archive]")
