@@ -35,14 +35,6 @@ std::string trim_right(std::string line)
     return line;
 }
 
-int configured_islands(const Archive& archive)
-{
-    const Json config = archive.run_info().config;
-    if (config.is_object() && config.contains("search") && config["search"].is_object())
-        return config["search"].value("islands", 0);
-    return 0;
-}
-
 std::string render_island(const Json& island, const Json& axes)
 {
     const auto& a = axes;
@@ -119,6 +111,16 @@ std::string render_island(const Json& island, const Json& axes)
 
 } // namespace
 
+int run_island_count(const Json& run_config, const std::vector<Elite>& elites)
+{
+    int count = 0;
+    if (run_config.is_object() && run_config.contains("search") && run_config["search"].is_object())
+        count = run_config["search"].value("islands", 0);
+    for (const auto& elite : elites)
+        count = std::max(count, elite.island + 1);
+    return count;
+}
+
 Json grid_section(const Archive& archive)
 {
     Json axes = Json::array();
@@ -128,9 +130,7 @@ Json grid_section(const Archive& archive)
         cells *= bins.size();
     }
     std::vector<Elite> elites = archive.elites();
-    int islands = configured_islands(archive);
-    for (const auto& elite : elites)
-        islands = std::max(islands, elite.island + 1);
+    int islands = run_island_count(archive.run_info().config, elites);
     Json list = Json::array();
     for (int island = 0; island < islands; ++island) {
         Json entries = Json::array();

@@ -30,18 +30,6 @@ struct ReportOptions
     std::string title;  // empty: default_report_title()
 };
 
-// The islands to draw: as many as the run was configured with, and at least up to the highest
-// island that holds an elite.
-int island_count(const Json& config, const std::vector<Elite>& elites)
-{
-    int count = 0;
-    if (config.is_object() && config.contains("islands") && config["islands"].is_number_integer())
-        count = config["islands"].get<int>();
-    for (const auto& elite : elites)
-        count = std::max(count, elite.island + 1);
-    return count;
-}
-
 int run_report(const ReportOptions& options)
 {
     auto started = std::chrono::steady_clock::now();
@@ -89,7 +77,7 @@ ReportData gather_report_data(const Archive& archive)
         for (auto& summary : archive.top_candidates(std::numeric_limits<int64_t>::max()))
             if (is_elite.count(summary.id))
                 data.elite_params[summary.id] = std::move(summary.best_params);
-    data.islands = island_count(data.inspect["run"]["config"], data.elites);
+    data.islands = run_island_count(data.inspect["run"]["config"], data.elites);
     data.generated_at = std::chrono::duration<double>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();

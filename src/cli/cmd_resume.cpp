@@ -54,10 +54,9 @@ int run_resume(const ResumeOptions& options)
 
     BudgetBase used;
     used.candidates = state.recorded_candidates;
-    for (const auto& usage : archive.llm_usage_by_model())
-        if (usage.provider != "builtin")
-            used.calls += usage.calls;
-    used.cost_usd = archive.llm_usage_total().cost_usd;
+    LlmUsage spent = archive.llm_usage_total(); // model calls only, not the builtin proposer's
+    used.calls = spent.calls;
+    used.cost_usd = spent.cost_usd;
     apply_session_options(options.session, used, config);
     check_budget_left(config, state, used, label);
 

@@ -40,6 +40,9 @@ std::string format_dollars(double dollars);
 // The MAP-Elites grids of every island (cmd_inspect_grid.cpp): the axes and bins, and per island
 // its current elites with their cells and fitness.
 Json grid_section(const Archive& archive);
+// The islands a run has: as many as its configuration (run.config.search.islands) names, and at
+// least up to the highest island holding an elite.
+int run_island_count(const Json& run_config, const std::vector<Elite>& elites);
 // Each island's grid as a text heatmap.
 std::string render_grid_text(const Json& grid);
 

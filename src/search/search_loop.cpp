@@ -85,14 +85,8 @@ void SearchLoop::start()
     }
     m_lessons = m_archive.lessons();
     m_verdicts = m_archive.verdict_counts();
-    int64_t calls = 0;
-    double cost = 0;
-    for (const auto& usage : m_archive.llm_usage_by_model()) {
-        cost += usage.cost_usd;
-        if (usage.provider != "builtin")
-            calls += usage.calls;
-    }
-    m_ledger.start(calls, cost);
+    LlmUsage spent = m_archive.llm_usage_total(); // model calls only, not the builtin proposer's
+    m_ledger.start(spent.calls, spent.cost_usd);
 
     if (auto saved = m_archive.search_state(k_loop_state_key))
         restore(*saved);

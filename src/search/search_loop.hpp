@@ -42,7 +42,6 @@ struct Flight {
     std::optional<Evaluation> confirm;
     bool confirm_submitted = false;
     bool confirm_needed = false;         // decided at the head: the confirmed numbers are recorded
-    bool confirm_held_out = false;       // the confirmation also checked held-out shapes
     std::optional<Evaluation> held_out;  // a separate held-out check, when confirmation lacked it
     bool held_out_submitted = false;
     std::optional<MetaPromptResult> meta;

@@ -105,9 +105,7 @@ void SearchLoop::accept_source(Flight& flight)
             flight.duplicate = true;
     if (flight.duplicate)
         return;
-    EvalOptions options;
-    options.task_code = flight.item.kind == ItemKind::reference;
-    submit(flight, EvalJobKind::screen, options);
+    submit(flight, EvalJobKind::screen, EvalOptions{}); // submit() sets task_code
 }
 
 void SearchLoop::submit(Flight& flight, EvalJobKind kind, EvalOptions options)

@@ -74,7 +74,7 @@ RunInfo softmax_run_info()
     run.task_spec = task.spec_text;
     run.task_hash = task.spec_hash;
     run.task_files = snapshot_task_files(task);
-    run.config = {{"islands", 2}, {"budget", {{"candidates", 200}}}};
+    run.config = {{"search", {{"islands", 2}, {"budgets", {{"candidates", 200}}}}}}; // RunConfig's shape
     run.device = {
         {"name", "NVIDIA H100 80GB HBM3"}, {"driver_version", "580.65.06"}, {"sm_count", 132}};
     run.toolkit_version = "13.0";

@@ -149,7 +149,8 @@ SyntheticRun build_synthetic_run(const std::filesystem::path& path, const Synthe
 {
     RunInfo info = softmax_run_info();
     info.run_id = fmt::format("softmax_f32-synthetic-{}", spec.candidates);
-    info.config = {{"islands", spec.islands}, {"budget", {{"candidates", spec.candidates}}}};
+    // The shape `kforge optimize` stores (RunConfig: the search settings under "search").
+    info.config = {{"search", {{"islands", spec.islands}, {"budgets", {{"candidates", spec.candidates}}}}}};
     // Candidates arrive every 1 to 5 s, and the run ends about now (its last write is the real
     // time of the final state change).
     info.started_at = static_cast<double>(std::time(nullptr)) - 3.0 * spec.candidates;
