@@ -5,8 +5,8 @@
 // (row-major vs column-major, leading dimensions, which buffer is which) is ours, so before it is
 // timed on a shape it runs once on that shape's inputs and must match the reference outputs under
 // the task's tolerance, write nothing outside its outputs, and leave the inputs unchanged. It is
-// then a library call for the Timer: no kernel list, so each sample is synced on its own and all
-// the kernels it launches count. Its unmeasured preparation (saxpy's copy of y into z, spmv's
+// then a library call for the Timer: no kernel list, so all the kernels it launches between the
+// sample's probes count. Its unmeasured preparation (saxpy's copy of y into z, spmv's
 // zeroing of y) runs with the output reset, before the L2 flush. A routine that fails anywhere is
 // dropped, with the reason, on every shape: a baseline timed on some shapes only would make a
 // geomean speedup compare different things.

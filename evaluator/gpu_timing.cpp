@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,6 +18,8 @@ namespace kforge {
 namespace {
 
 constexpr int k_max_batch = 32;
+constexpr size_t k_max_subjects = 8;        // candidate, reference, vendor routines
+constexpr size_t k_probe_slot_bytes = 4 * sizeof(uint64_t); // clock and time, before and after
 
 double quantile(const std::vector<double>& sorted, double q)
 {
@@ -119,7 +122,7 @@ SampleStats summarize_samples(std::vector<double> samples)
 
 Timer::Timer(const GpuContext& context, const InternalKernels& kernels, size_t flush_bytes)
     : m_context(context), m_kernels(kernels), m_flush(flush_bytes),
-      m_probe_slots(static_cast<size_t>(k_max_batch) * 4 * 2 * sizeof(uint64_t) * 4)
+      m_probe_slots(static_cast<size_t>(k_max_batch) * k_max_subjects * k_probe_slot_bytes)
 {
 }
 
@@ -134,6 +137,8 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
     const auto& cu = driver();
     CUstream stream = m_context.stream();
     timed_out = false;
+    if (subjects.empty() || subjects.size() > k_max_subjects)
+        throw std::logic_error(fmt::format("Timer::measure takes 1 to {} subjects, got {}", k_max_subjects, subjects.size()));
     auto start = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     auto wait = [&](int runs) {
@@ -171,41 +176,27 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
     double nominal_mhz = m_context.facts().clock_khz / 1000.0;
     int batch = 1;
     double accumulated = 0;
-    bool any_library = std::any_of(subjects.begin(), subjects.end(), [](const TimingSubject& t) { return t.kernel_names.empty(); });
-
     for (;;) {
         int slots = batch * static_cast<int>(subjects.size());
         KF_CU_CHECK(cu.cuMemsetD8Async(m_probe_slots.get(), 0, static_cast<size_t>(slots) * 4 * sizeof(uint64_t), stream));
-        // Records for each (sample, subject), in order. Library calls (no known kernel list) are
-        // synced one by one so that whatever kernels they launch are attributed to them alone.
-        std::vector<std::vector<KernelRecord>> sample_records(static_cast<size_t>(slots));
-        std::string collect_problem;
         for (int b = 0; b < batch; ++b) {
             for (size_t s = 0; s < subjects.size(); ++s) {
                 size_t index = static_cast<size_t>(b) * subjects.size() + s;
                 CUdeviceptr slot = m_probe_slots.get() + index * 4 * sizeof(uint64_t);
                 // Reset first (its memsets dirty L2), then flush: the timed run starts from a clean L2.
                 subjects[s].reset();
-                m_kernels.flush_read(m_flush.get(), m_flush.bytes());
+                enqueue_flush();
                 m_kernels.clock_probe(slot);
                 subjects[s].launch();
                 m_kernels.clock_probe(slot + 2 * sizeof(uint64_t));
-                if (any_library) {
-                    if (!wait(1))
-                        return {};
-                    auto one = collect_sample_records(1, collect_problem);
-                    if (!collect_problem.empty())
-                        break;
-                    sample_records[index] = std::move(one[0]);
-                }
             }
-            if (!collect_problem.empty())
-                break;
         }
-        if (collect_problem.empty() && !wait(slots))
+        if (!wait(slots))
             return {};
-        if (collect_problem.empty() && !any_library)
-            sample_records = collect_sample_records(slots, collect_problem);
+        // Records for each (sample, subject), in launch order: whatever ran between a sample's
+        // probes belongs to it, so a library call's unknown kernels need no sample of their own.
+        std::string collect_problem;
+        std::vector<std::vector<KernelRecord>> sample_records = collect_sample_records(slots, collect_problem);
         if (!collect_problem.empty()) {
             for (auto& stats : result)
                 stats.problem = collect_problem;
@@ -269,7 +260,7 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
             break;
         // Grow batches toward ~10 ms of kernel time each.
         double per_run = fewest > 0 ? per_subject_time / static_cast<double>(fewest) : 1e-3;
-        batch = any_library ? 1 : std::clamp(static_cast<int>(0.01 / std::max(per_run, 1e-6)), 1, k_max_batch);
+        batch = std::clamp(static_cast<int>(0.01 / std::max(per_run, 1e-6)), 1, k_max_batch);
     }
 
     bool dropped = ActivityTracer::dropped() != dropped_before;

@@ -43,7 +43,7 @@ struct TimingSubject {
     std::function<void()> reset;            // enqueue output reset (poison/restore), outside the timed span
     std::function<void()> launch;           // enqueue the plan's launches
     // Expected CUPTI records per run, in order. Empty for a library call (a vendor baseline): then
-    // whatever kernels it launches count, and its samples are taken one by one.
+    // whatever kernels it launches between the sample's probes count.
     std::vector<std::string> kernel_names;
 };
 
