@@ -192,12 +192,14 @@ std::string fitness_over_dollars(const ReportData& data, std::string& caption)
                    {"speedup over the reference", "", "x"});
         svg.text(k_width / 2, k_height / 2 - 8, "no dollars spent",
                  R"(class="plot-note" text-anchor="middle")");
-        caption = data.calls.empty()
+        // Model calls only: the builtin proposer's records are not LLM calls (llm_usage_total()).
+        int64_t model_calls = data.inspect["budget"]["llm"]["calls"].get<int64_t>();
+        caption = model_calls == 0
                       ? "No LLM calls were made: every candidate came from the builtin proposer, "
                         "seeds or tuning, which cost nothing, so there is no cost curve to draw."
                       : fmt::format("The {} LLM calls have no known price ({} of them are missing "
                                     "from the price table), so there is no cost curve to draw.",
-                                    data.calls.size(), unpriced);
+                                    model_calls, unpriced);
         return svg.finish();
     }
     LinearScale x = x_scale(total);

@@ -260,8 +260,9 @@ std::string render_costs(const ReportData& data)
     };
     std::vector<std::vector<std::string>> rows;
     for (const auto& usage : calls["by_model"])
-        rows.push_back(usage_row(usage, html_escape(usage["provider"].get<std::string>()),
-                                 html_escape(usage["model"].get<std::string>())));
+        if (usage["provider"] != "builtin") // the builtin proposer's records are not model calls
+            rows.push_back(usage_row(usage, html_escape(usage["provider"].get<std::string>()),
+                                     html_escape(usage["model"].get<std::string>())));
     if (rows.empty())
         return R"(<p class="empty-note">No LLM calls: the run used the builtin proposer only.</p>)";
     if (rows.size() > 1)
