@@ -6,6 +6,7 @@
 // Only then does a writer take the lock, switch to WAL and apply missing migrations.
 #include "archive/archive.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -146,8 +147,8 @@ void remove_archive_files(const fs::path& path)
 
 } // namespace
 
-Archive::Archive(fs::path path, OpenMode mode, WriterLock lock, std::unique_ptr<Database> db)
-    : m_path(std::move(path)), m_mode(mode), m_lock(std::move(lock)), m_db(std::move(db))
+Archive::Archive(fs::path path, OpenMode mode, WriterLock lock, std::unique_ptr<Database> db, int version)
+    : m_path(std::move(path)), m_mode(mode), m_lock(std::move(lock)), m_db(std::move(db)), m_version(version)
 {
 }
 
@@ -190,7 +191,7 @@ Archive Archive::create(const fs::path& path, const RunInfo& run,
         remove_archive_files(path);
         throw;
     }
-    return Archive(path, OpenMode::write, std::move(lock), std::move(db));
+    return Archive(path, OpenMode::write, std::move(lock), std::move(db), migrations.back().version);
 }
 
 Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Migration>& migrations)
@@ -209,18 +210,21 @@ Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Mig
             "written by kforge {}, so use that version or a later one",
             path.string(), version, known, writer_of_version(*db, version));
     if (!writing) {
-        if (version < known)
+        bool additive_only = std::all_of(migrations.begin(), migrations.end(), [&](const Migration& step) {
+            return step.version <= version || step.kind == MigrationKind::additive;
+        });
+        if (version < known && !additive_only)
             fail_input(
                 "{}: the archive has schema version {}, older than this kforge's {}; open it for "
                 "writing once (`kforge resume`) to upgrade it",
                 path.string(), version, known);
         configure_reader(*db);
-        return Archive(path, mode, WriterLock(), std::move(db));
+        return Archive(path, mode, WriterLock(), std::move(db), version);
     }
     WriterLock lock(path);
     configure_writer(*db);
     apply_migrations(*db, version, migrations);
-    return Archive(path, mode, std::move(lock), std::move(db));
+    return Archive(path, mode, std::move(lock), std::move(db), known);
 }
 
 int Archive::schema_version() const

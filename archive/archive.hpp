@@ -92,9 +92,9 @@ public:
     void set_run_state(std::string_view state);
 
     // --- candidates (archive/candidates.cpp) ---
-    // Stores the candidate with its evaluation, inspirations and every measurement in one
-    // transaction and returns its id (candidate.id is ignored; created_at 0 means now). The parent,
-    // inspirations and LLM call must already be stored.
+    // Stores the candidate with its evaluation, inspirations, every measurement and the GPU that
+    // measured it in one transaction and returns its id (candidate.id is ignored; created_at 0
+    // means now). The parent, inspirations and LLM call must already be stored.
     int64_t insert_candidate(const Candidate& candidate);
     // The full record with its measurements, or nullopt when no candidate has that id.
     std::optional<Candidate> candidate(int64_t id) const;
@@ -151,9 +151,20 @@ public:
     std::optional<Json> search_state(std::string_view key) const;
     void set_search_state(std::string_view key, const Json& value);
 
+    // --- GPUs (archive/gpus.cpp); empty on archives older than k_schema_gpu_tables ---
+    // The number the next session's GPU rows use (1 + the highest so far).
+    int next_gpu_session() const;
+    // Stores (or brings up to date) the rows of `session`, one per GPU.
+    void record_gpu_usage(int session, const std::vector<GpuUsage>& usage);
+    // Every GPU the run used, in the order first recorded, with its totals over all sessions.
+    std::vector<GpuTotals> gpu_totals() const;
+
 private:
     Archive(std::filesystem::path path, OpenMode mode, WriterLock lock,
-            std::unique_ptr<Database> db);
+            std::unique_ptr<Database> db, int version);
+    // The id of `gpu`'s row, stored now when new.
+    int64_t gpu_row(const GpuIdentity& gpu);
+    bool has_gpu_tables() const { return m_version >= k_schema_gpu_tables; }
     // Throws Error(runtime) naming the file and `action` when this archive is read-only.
     void require_writer(std::string_view action) const;
 
@@ -161,6 +172,7 @@ private:
     OpenMode m_mode = OpenMode::read_only;
     WriterLock m_lock; // declared before m_db: released only after the connection closes
     std::unique_ptr<Database> m_db;
+    int m_version = 0; // the schema version this object reads and writes
 };
 
 } // namespace kforge

@@ -1,8 +1,9 @@
 // Candidates, their measurements and the run's baselines.
 //
-// insert_candidate() is the archive's central transaction: the candidate row, its inspirations and
-// every measurement commit together, so a reader (or a resumed run after kill -9) sees a candidate
-// with all of its timings or does not see it at all.
+// insert_candidate() is the archive's central transaction: the candidate row, its inspirations,
+// every measurement and the GPU that measured it (archive/gpus.cpp) commit together, so a reader
+// (or a resumed run after kill -9) sees a candidate with all of its timings or does not see it at
+// all.
 #include <fmt/format.h>
 
 #include "archive/archive.hpp"
@@ -121,6 +122,11 @@ int64_t Archive::insert_candidate(const Candidate& candidate)
     double now = now_seconds();
     for (const auto& m : eval.measurements)
         insert_measurement(*m_db, id, m, now);
+    if (eval.gpu && has_gpu_tables()) {
+        Statement measured(*m_db, "INSERT INTO candidate_gpu (candidate_id, gpu_id) VALUES (?, ?)");
+        measured.bind_int(id).bind_int(gpu_row(*eval.gpu));
+        measured.run();
+    }
     transaction.commit();
     return id;
 }
@@ -139,6 +145,14 @@ std::optional<Candidate> Archive::candidate(int64_t id) const
     while (links.step())
         c.inspiration_ids.push_back(links.column_int(0));
     c.evaluation.measurements = measurements(id);
+    if (has_gpu_tables()) {
+        Statement gpu(*m_db, "SELECT g.host, g.mpi_rank, g.device_index, g.uuid, g.name FROM candidate_gpu c "
+                             "JOIN gpu g ON g.id = c.gpu_id WHERE c.candidate_id = ?");
+        gpu.bind_int(id);
+        if (gpu.step())
+            c.evaluation.gpu = GpuIdentity{gpu.column_text(0), static_cast<int>(gpu.column_int(1)),
+                                           static_cast<int>(gpu.column_int(2)), gpu.column_text(3), gpu.column_text(4)};
+    }
     return c;
 }
 

@@ -62,6 +62,14 @@ struct LlmUsage
     double latency_s = 0;
 };
 
+// One GPU over the whole run: what it measured and how busy it was, summed over sessions.
+struct GpuTotals
+{
+    GpuUsage usage;          // summed over sessions; lost: in the latest session it served in
+    int64_t candidates = 0;  // candidates whose recorded numbers it measured
+    int sessions = 0;        // sessions it served in
+};
+
 // One placement of a MAP-Elites cell, current or replaced.
 struct ElitePlacement
 {

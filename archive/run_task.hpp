@@ -11,26 +11,9 @@
 
 #include "core/records.hpp"
 #include "core/task.hpp"
+#include "util/paths.hpp" // ScratchFolder, for materialize_run_task
 
 namespace kforge {
-
-// A private temporary folder, removed with its contents when the owner dies.
-class ScratchFolder
-{
-public:
-    ScratchFolder(); // throws Error(runtime) when none can be created
-    ~ScratchFolder();
-    ScratchFolder(const ScratchFolder&) = delete;
-    ScratchFolder& operator=(const ScratchFolder&) = delete;
-    const std::filesystem::path& path() const { return m_path; }
-
-private:
-    std::filesystem::path m_path;
-};
-
-// The kernel files of `task` (reference and seeds) keyed by their path relative to the spec's
-// folder.
-Json snapshot_task_files(const Task& task);
 
 // Rebuilds the task of `run` from its snapshot: the files are written into a private temporary
 // folder and parsed with the ordinary task loader, so every rule of the spec format applies. Throws

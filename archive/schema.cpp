@@ -141,6 +141,40 @@ CREATE TABLE search_state (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 2: which GPU measured what, for runs over several GPUs and hosts (MPI). Additive: an
+// older archive read without it simply shows no GPUs.
+constexpr const char* k_schema_v2 = R"sql(
+CREATE TABLE gpu (
+    id           INTEGER PRIMARY KEY,
+    host         TEXT NOT NULL,
+    mpi_rank     INTEGER NOT NULL,      -- the MPI rank that drove it; 0 on one host
+    device_index INTEGER NOT NULL,      -- its index among the host's visible devices (--gpus)
+    uuid         TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    UNIQUE (host, mpi_rank, device_index, uuid)
+);
+
+-- The GPU whose numbers a candidate's row holds; candidates no GPU ran have no row here.
+CREATE TABLE candidate_gpu (
+    candidate_id INTEGER PRIMARY KEY REFERENCES candidate(id),
+    gpu_id       INTEGER NOT NULL REFERENCES gpu(id)
+);
+CREATE INDEX candidate_gpu_by_gpu ON candidate_gpu(gpu_id);
+
+-- Each GPU's share of each session (the optimize, then every resume), kept current while it runs.
+CREATE TABLE gpu_session (
+    session     INTEGER NOT NULL,       -- 1 for the first session that used GPUs, then 2, ...
+    gpu_id      INTEGER NOT NULL REFERENCES gpu(id),
+    busy_s      REAL NOT NULL,          -- requests in flight to its worker
+    wall_s      REAL NOT NULL,          -- since it joined the session (until it was lost)
+    evaluations INTEGER NOT NULL,       -- jobs it ran: screens, confirmations, held-out checks
+    restarts    INTEGER NOT NULL,       -- worker processes replaced
+    lost        INTEGER NOT NULL,       -- 1: it stopped serving during the session
+    updated_at  REAL NOT NULL,
+    PRIMARY KEY (session, gpu_id)
+) WITHOUT ROWID;
+)sql";
+
 } // namespace
 
 const std::vector<Migration>& schema_migrations()
@@ -150,6 +184,8 @@ const std::vector<Migration>& schema_migrations()
          "initial schema: run, llm_call, candidate, measurement, elite, meta_prompt, lesson, "
          "search_state",
          k_schema_v1},
+        {2, "gpu, candidate_gpu, gpu_session: which GPU measured what, busy time per GPU and session",
+         k_schema_v2, MigrationKind::additive},
     };
     return k_migrations;
 }

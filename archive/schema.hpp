@@ -7,6 +7,11 @@
 // knows is refused: an old kforge must never write rows a newer one would misread.
 //
 // Steps are append-only: once released, a step's SQL never changes; fixes are new steps.
+//
+// An additive step only adds tables (or nullable columns) that every reader can do without: a
+// read-only open of an archive that lacks only additive steps is allowed, and the queries over
+// what those steps add return nothing for it. Any other step makes readers refuse older archives
+// until a writer (`kforge resume`) has upgraded them.
 #pragma once
 
 #include <cstdint>
@@ -18,12 +23,22 @@ namespace kforge {
 // SQLite's application_id of a kforge archive ("kfor"): tells our files from other databases.
 inline constexpr int32_t k_archive_application_id = 0x6b666f72;
 
+enum class MigrationKind
+{
+    rebuilding, // readers need it applied
+    additive    // readers of older archives do without it (see above)
+};
+
 struct Migration
 {
     int version = 0;     // the schema version this step produces (1 for the initial schema)
     std::string summary; // one line, stored in schema_version
     std::string sql;     // statements; run in one transaction with the version bump
+    MigrationKind kind = MigrationKind::rebuilding;
 };
+
+// The schema version that added the GPU tables (gpu, candidate_gpu, gpu_session).
+inline constexpr int k_schema_gpu_tables = 2;
 
 // The steps this kforge knows, versions 1..N in order.
 const std::vector<Migration>& schema_migrations();

@@ -35,10 +35,25 @@ Json run_throughput(const BenchOptions& options, const std::string& task, int ca
 Json run_tasks(const BenchOptions& options, const std::vector<std::string>& tasks, const std::string& time_limit,
                const std::string& archive_dir);
 
+// `scale`: candidates per minute of `kforge optimize` with 1, 2, 4, 8 GPUs (those present), for
+// the builtin proposer and the replay provider, in one process and, with mpirun, one rank per GPU;
+// each GPU's busy share and the speedup over one GPU.
+struct ScaleSettings {
+    std::string task = "softmax_f32";
+    std::vector<int> gpu_counts = {1, 2, 4, 8};
+    std::string time = "2m";       // wall time of each builtin run
+    std::string replay;            // recorded replies for the replay runs
+    std::string mpirun;            // "" leaves the MPI rows out
+    std::string archive_dir = "bench-archives/scale";
+};
+ScaleSettings default_scale_settings(); // mpirun from the PATH, the bundled softmax replies
+Json run_scale(const BenchOptions& options, const ScaleSettings& settings);
+
 // Prints a JSON result section as a Markdown table (to stdout) and returns the Markdown.
 std::string fidelity_markdown(const Json& fidelity);
 std::string throughput_markdown(const Json& throughput);
 std::string tasks_markdown(const Json& tasks);
+std::string scale_markdown(const Json& scale);
 
 // Paths and helpers.
 std::string default_kforge_binary();
@@ -46,9 +61,10 @@ Task load_bundled_task(const BenchOptions& options, const std::string& name);
 // The first line of `text`, at most 300 characters (for messages in tables).
 std::string first_line_of(const std::string& text);
 
-// Runs argv to completion and returns what it wrote (stdout and stderr, or stdout alone).
+// Runs argv to completion and returns what it wrote (stdout and stderr, or stdout alone; then
+// stderr goes to `stderr_path`, or nowhere when it is empty).
 enum class CaptureStream { both, stdout_only };
 std::string spawn_capture(const std::vector<std::string>& argv, int& exit_code,
-                          CaptureStream streams = CaptureStream::both);
+                          CaptureStream streams = CaptureStream::both, const std::string& stderr_path = "");
 
 } // namespace kforge::bench

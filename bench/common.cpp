@@ -36,7 +36,8 @@ std::string first_line_of(const std::string& text)
     return text.substr(0, std::min(text.find('\n'), size_t{300}));
 }
 
-std::string spawn_capture(const std::vector<std::string>& argv, int& exit_code, CaptureStream streams)
+std::string spawn_capture(const std::vector<std::string>& argv, int& exit_code, CaptureStream streams,
+                          const std::string& stderr_path)
 {
     char path[] = "/tmp/kforge-bench-XXXXXX";
     int fd = ::mkstemp(path);
@@ -53,7 +54,8 @@ std::string spawn_capture(const std::vector<std::string>& argv, int& exit_code, 
     if (streams == CaptureStream::both)
         posix_spawn_file_actions_adddup2(&actions, fd, 2);
     else
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&actions, 2, stderr_path.empty() ? "/dev/null" : stderr_path.c_str(),
+                                         O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid;
     int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&actions);

@@ -1,4 +1,5 @@
-// kforge_bench: `replay`, `fidelity`, `throughput`, `tasks`, and `all` (which writes bench/results/).
+// kforge_bench: `replay`, `fidelity`, `throughput`, `tasks`, `scale`, and `all` (which writes
+// bench/results/).
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -61,6 +62,8 @@ std::string results_markdown(const Json& json)
         body += "\n## Timing fidelity against Nsight Compute\n\n" + fidelity_markdown(json.at("fidelity"));
     if (json.contains("tasks"))
         body += "\n## Task suite, builtin proposer\n\n" + tasks_markdown(json.at("tasks"));
+    if (json.contains("scale"))
+        body += "\n## Scaling with the number of GPUs\n\n" + scale_markdown(json.at("scale"));
     return body;
 }
 
@@ -108,12 +111,26 @@ int main(int argc, char** argv)
     tasks->add_option("--time", task_time, "wall time of each task's optimize run")->capture_default_str();
     tasks->add_option("--archives", archive_dir, "folder for the runs' archives and logs")->capture_default_str();
 
+    ScaleSettings scale_settings = default_scale_settings();
+    auto add_scale_options = [&](CLI::App* cmd) {
+        cmd->add_option("--gpu-counts", scale_settings.gpu_counts, "GPU counts to measure (those present)")->capture_default_str();
+        cmd->add_option("--scale-time", scale_settings.time, "wall time of each builtin run")->capture_default_str();
+        cmd->add_option("--replay", scale_settings.replay, "recorded replies for the replay runs")->capture_default_str();
+        cmd->add_option("--mpirun", scale_settings.mpirun, "mpirun for the one-rank-per-GPU rows (\"\": none)")->capture_default_str();
+    };
+    auto* scale = app.add_subcommand("scale", "candidates per minute against the number of GPUs, in one process and under mpirun");
+    add_scale_options(scale);
+    scale->add_option("--archives", scale_settings.archive_dir, "folder for the runs' archives and logs")->capture_default_str();
+
     std::string out_dir = "bench/results";
     std::vector<std::string> sections = {"throughput", "fidelity", "tasks"};
     auto* all = app.add_subcommand("all", "throughput, fidelity and the task table; writes <out>/<gpu>-<date>.md and .json");
     all->add_option("--out", out_dir)->capture_default_str();
     all->add_option("--ncu", ncu)->capture_default_str();
-    all->add_option("--section", sections, "which sections to run")->check(CLI::IsMember({"throughput", "fidelity", "tasks"}))->capture_default_str();
+    all->add_option("--section", sections, "which sections to run (scale: on request)")
+        ->check(CLI::IsMember({"throughput", "fidelity", "tasks", "scale"}))
+        ->capture_default_str();
+    add_scale_options(all);
     all->add_option("--time", task_time, "wall time of each task's optimize run")->capture_default_str();
     all->add_option("--task", suite, "tasks of the task table")->capture_default_str();
 
@@ -136,6 +153,9 @@ int main(int argc, char** argv)
         } else if (*tasks) {
             Json result = run_tasks(options, suite, task_time, archive_dir);
             fmt::print("{}", tasks_markdown(result));
+        } else if (*scale) {
+            Json result = run_scale(options, scale_settings);
+            fmt::print("{}", scale_markdown(result));
         } else if (*all) {
             auto wanted = [&](const char* name) { return std::find(sections.begin(), sections.end(), name) != sections.end(); };
             Json json = Json::object();
@@ -145,6 +165,10 @@ int main(int argc, char** argv)
                 json["fidelity"] = run_fidelity(options, fidelity_tasks, repeats, ncu);
             if (wanted("tasks"))
                 json["tasks"] = run_tasks(options, suite, task_time, (std::filesystem::path(out_dir) / "archives").string());
+            if (wanted("scale")) {
+                scale_settings.archive_dir = (std::filesystem::path(out_dir) / "archives" / "scale").string();
+                json["scale"] = run_scale(options, scale_settings);
+            }
             std::string device = "gpu";
             for (const auto& section : json)
                 if (section.contains("device"))

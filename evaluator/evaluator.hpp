@@ -19,10 +19,14 @@
 #include <vector>
 
 #include "core/candidate.hpp"
+#include "core/records.hpp"
 #include "core/task.hpp"
+#include "evaluator/gpu_devices.hpp"
 #include "util/json_reader.hpp"
 
 namespace kforge {
+
+class MpiWorld;
 
 struct EvalOptions {
     // Timing standard: quick screen (a few dozen samples, ~0.1 s per shape at most) or confirmation
@@ -34,6 +38,9 @@ struct EvalOptions {
     // The source is built from the task's own reference (self-tests): the task's forbidden
     // patterns bind candidates, not the task's code.
     bool task_code = false;
+    // Run on this GPU while it serves (a confirmation goes where its screen ran, so that one
+    // candidate's numbers come from one GPU); any GPU when it is unset or the GPU has gone.
+    std::optional<GpuIdentity> gpu;
 };
 
 struct EvalJob {
@@ -69,8 +76,11 @@ public:
     virtual std::vector<EvalResult> collect(std::chrono::milliseconds wait) = 0;
     // Jobs submitted and not yet collected.
     virtual size_t pending() const = 0;
-    // Share of wall time since construction during which the GPU worker was evaluating.
+    // Share of the GPUs' wall time (since each started) during which their workers were evaluating.
     virtual double gpu_busy_fraction() const = 0;
+    // Per GPU of this session: busy and wall time, evaluations, restarts, whether it was lost.
+    // Empty for an evaluator without GPUs (the tests' fake).
+    virtual std::vector<GpuUsage> gpu_usage() const { return {}; }
     // Device, driver, toolkit and settings, for the archive's run record.
     virtual Json environment() const = 0;
     // Baseline timings (reference, vendor libraries) per bench shape, measured in this session.
@@ -88,10 +98,15 @@ struct EvaluatorConfig {
     std::chrono::milliseconds launch_deadline{10000}; // one plan run on one shape
     bool time_vendor_baselines = true; // false: every vendor baseline is reported as switched off
     std::string worker_executable;  // the kforge binary for workers; empty: this very binary
+    GpuSelection gpus;              // --gpus: which of each host's GPUs (gpu_devices.hpp)
+    // Under MPI, rank 0's world: this host's share of GPUs plus those the other ranks' evaluation
+    // services offer (gpu_remote.hpp). Null on one host.
+    MpiWorld* mpi = nullptr;
 };
 
-// Starts the compile pool and the GPU worker. Throws Error(runtime) with "no NVIDIA driver/GPU
-// found ..." when there is no usable device.
+// Starts the compile pool and one GPU worker per selected GPU (each times its own baselines).
+// Throws Error(runtime) with "no NVIDIA driver/GPU found ..." when there is no usable device, and
+// Error(usage) when --gpus names devices the host lacks or mixes GPU models.
 std::unique_ptr<CandidateEvaluator> make_gpu_evaluator(const Task& task, const EvaluatorConfig& config);
 
 } // namespace kforge

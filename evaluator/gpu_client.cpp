@@ -70,7 +70,7 @@ WorkerReply GpuWorkerClient::request(const Json& message, std::chrono::milliseco
     WorkerReply reply;
     std::string problem;
     if (!ensure_started(problem)) {
-        reply.failure = WorkerFailure::crashed;
+        reply.failure = WorkerFailure::not_started;
         reply.failure_message = problem;
         return reply;
     }

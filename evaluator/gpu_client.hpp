@@ -1,43 +1,34 @@
-// The controller's handle on the GPU worker process: spawn, request/reply with deadlines, and
-// respawn after a crash, a hang or a reply that asks for a restart. The controller itself never
-// initialises CUDA.
+// The controller's handle on a GPU worker process of this host: spawn, request/reply with
+// deadlines, and respawn after a crash, a hang or a reply that asks for a restart. The controller
+// itself never initialises CUDA.
+//
+// Not thread-safe: one thread uses a client. That thread must outlive the worker, because a child
+// dies with the thread that spawned it (util/subprocess.hpp, PR_SET_PDEATHSIG).
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <string>
 
+#include "evaluator/gpu_link.hpp"
 #include "util/json_reader.hpp"
 #include "util/subprocess.hpp"
 
 namespace kforge {
 
-enum class WorkerFailure { none, crashed, timed_out };
-
-struct WorkerReply {
-    WorkerFailure failure = WorkerFailure::none;
-    std::string failure_message;   // how the worker died or hung
-    Json body = Json::object();    // the reply when failure == none
-};
-
-class GpuWorkerClient
+class GpuWorkerClient final : public GpuLink
 {
 public:
-    // `setup` is replayed to every new worker process (the task, the run secret, the cache).
+    // `visible_devices` becomes the worker's CUDA_VISIBLE_DEVICES (a UUID pins it to one GPU);
+    // empty leaves the inherited value alone.
     GpuWorkerClient(std::string worker_executable, std::string visible_devices);
+    ~GpuWorkerClient() override = default;
 
-    // Sends one request, starting (and setting up) a worker first when none runs. A crash or a
-    // deadline kills the worker and is reported in the reply; the next request starts a new one.
-    WorkerReply request(const Json& message, std::chrono::milliseconds deadline);
-
-    // The request that prepares a fresh worker: sent now (starting a worker when none runs) and
-    // replayed after every restart. Returns "" or why the setup failed.
-    std::string set_setup(Json setup, std::chrono::milliseconds deadline);
-    int restarts() const { return m_restarts; }
-    // The worker's reply to the latest successful setup (peaks, setup times).
-    const Json& setup_reply() const { return m_setup_reply; }
-    // Ends the worker (closes its pipe, waits briefly, then kills).
-    void stop();
+    WorkerReply request(const Json& message, std::chrono::milliseconds deadline) override;
+    std::string set_setup(Json setup, std::chrono::milliseconds deadline) override;
+    int restarts() const override { return m_restarts; }
+    const Json& setup_reply() const override { return m_setup_reply; }
+    void stop() override;
 
 private:
     bool ensure_started(std::string& problem);

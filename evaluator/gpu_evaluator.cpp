@@ -1,19 +1,24 @@
-// The GPU evaluator: a steady-state pipeline from source to Evaluation.
+// The GPU evaluator: a steady-state pipeline from source to Evaluation, over every GPU of the
+// session.
 //
 // Stage 1 (several "prepare" threads, one per compile worker): plan extraction and validation,
-// source screening, and NVRTC compiles of every param point through the CompilePool. Stage 2 (one
-// thread that owns the GPU worker): each variant is verified and screen-timed; the best correct one
-// is timed again to the requested standard (quick, or confirmation interleaved with the reference),
-// optionally checked on held-out shapes; fitness, descriptors and metrics are assembled. While the
-// GPU works on one candidate, the next ones compile, so the GPU never waits on the compiler when
-// work is queued. Every failure on the way is a verdict in the result, never an exception.
+// source screening, and NVRTC compiles of every param point through the CompilePool — once per
+// distinct arch among the session's GPUs, so GPUs of one model share every compile. Stage 2 (one
+// thread per GPU, each owning a GpuSlot and its worker): a GPU that has nothing to do takes the
+// next compiled candidate and evaluates it whole (gpu_slot.hpp). While the GPUs work, the next
+// candidates compile, so no GPU waits on the compiler when work is queued.
+//
+// Scheduling. A job may name the GPU it should run on (EvalOptions::gpu: a confirmation goes where
+// its screen ran); other GPUs pass it over while that GPU serves. Among idle GPUs that may take a
+// job, the one idle longest takes it, which spreads work evenly. A GPU whose line is lost (its MPI
+// rank died, its worker cannot be started) puts its job back at the head of the queue and leaves
+// the session; the others carry on. With no GPU left, collect() throws: the run stops, resumable.
 #include <algorithm>
-#include <atomic>
-#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -21,62 +26,30 @@
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "evaluator/compile.hpp"
-#include "evaluator/describe.hpp"
-#include "evaluator/device_facts.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/gpu_client.hpp"
+#include "evaluator/gpu_devices.hpp"
+#include "evaluator/gpu_remote.hpp"
+#include "evaluator/gpu_slot.hpp"
 #include "evaluator/worker_protocol.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
+#include "util/mpi_world.hpp"
+#include "util/subprocess.hpp"
+#include "util/text.hpp"
 
 namespace kforge {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+enum class SlotState { starting, ready, failed, lost };
 
-struct Variant {
-    ParamPoint params;
-    CompileResult compiled;
+struct SlotEntry {
+    std::unique_ptr<GpuSlot> slot;
+    SlotState state = SlotState::starting;
+    std::string failure;               // why it failed to start
+    bool busy = false;
+    EvalClock::time_point idle_since = EvalClock::now();
 };
-
-struct Prepared {
-    EvalJob job;
-    Clock::time_point started;
-    std::optional<Verdict> early_failure; // no_code, plan_error or compile_error before the GPU
-    Plan plan;
-    std::vector<Variant> variants;
-};
-
-// A variant's result as the worker reported it.
-struct VariantResult {
-    ParamPoint params;
-    Verdict verdict;
-    std::vector<Measurement> measurements;
-    Json resources = Json::object();
-    Json notes = Json::object();
-    Json profile = Json::object();
-};
-
-// Geomean over the candidate's bench measurements of baseline time / candidate time, the baseline
-// being `subject` ("reference" or a vendor routine); 0 when a shape lacks that baseline.
-double geomean_speedup(const std::vector<Measurement>& candidate, const std::vector<Measurement>& baseline,
-                       const std::string& subject = "reference")
-{
-    double log_sum = 0;
-    int count = 0;
-    for (const auto& m : candidate) {
-        if (m.subject != "candidate" || m.shape_set != "bench" || m.median_ns <= 0)
-            continue;
-        auto ref = std::find_if(baseline.begin(), baseline.end(), [&](const Measurement& b) {
-            return b.subject == subject && b.shape_label == m.shape_label && b.median_ns > 0;
-        });
-        if (ref == baseline.end())
-            return 0;
-        log_sum += std::log(ref->median_ns / m.median_ns);
-        ++count;
-    }
-    return count ? std::exp(log_sum / count) : 0;
-}
 
 class GpuEvaluator final : public CandidateEvaluator
 {
@@ -88,67 +61,54 @@ public:
     std::vector<EvalResult> collect(std::chrono::milliseconds wait) override;
     size_t pending() const override;
     double gpu_busy_fraction() const override;
+    std::vector<GpuUsage> gpu_usage() const override;
     Json environment() const override { return m_environment; }
-    std::vector<Measurement> baselines() const override { return m_baselines; }
-    std::vector<VendorBaselineStatus> vendor_baselines() const override { return m_vendor; }
+    std::vector<Measurement> baselines() const override { return m_primary->baselines(); }
+    std::vector<VendorBaselineStatus> vendor_baselines() const override { return m_primary->vendor(); }
 
 private:
+    void add_gpus();
+    void add_remote_gpus();
+    void add_slot(const VisibleGpu& gpu, const std::string& host, int rank, std::unique_ptr<GpuLink> link);
+    void start_slots(const Json& setup);
+    void describe_environment();
+    void slot_loop(size_t index, Json setup);
+    std::optional<size_t> job_for(size_t index) const;
+    bool may_take(size_t index, const PreparedJob& job) const;
     void prepare_loop();
-    void gpu_loop();
-    Prepared prepare(EvalJob job);
-    Evaluation evaluate(Prepared& prepared);
-    VariantResult run_variant(const Variant& variant, const Plan& plan, bool verify_tests, const std::string& timing,
-                              bool held_out, bool profile = false);
+    PreparedJob prepare(EvalJob job);
     void finish(uint64_t ticket, Evaluation evaluation);
-    void time_baselines();
-    Json baseline_summary(const Evaluation& evaluation) const;
+    void stop_threads();
 
     const Task& m_task;
     EvaluatorConfig m_config;
-    DeviceFacts m_facts;
-    std::string m_arch;
+    std::vector<SlotEntry> m_slots;     // fixed once the constructor returns; guarded by m_mutex
+    const GpuSlot* m_primary = nullptr; // the first GPU that started: the run record's device
+    std::vector<std::string> m_arches;  // distinct archs of the started GPUs
     Json m_environment;
-    std::vector<Measurement> m_baselines;
-    std::vector<VendorBaselineStatus> m_vendor;
-    Json m_vendor_library = Json::object();
     std::unique_ptr<CompilePool> m_pool;
-    GpuWorkerClient m_worker;
 
     mutable std::mutex m_mutex;
     std::condition_variable m_work_ready;
     std::condition_variable m_done_ready;
     std::deque<EvalJob> m_incoming;
-    std::deque<Prepared> m_compiled;
+    std::deque<PreparedJob> m_compiled;
     std::vector<EvalResult> m_done;
     size_t m_pending = 0;
     bool m_stopping = false;
     std::vector<std::thread> m_threads;
-
-    Clock::time_point m_created = Clock::now();
-    std::atomic<int64_t> m_gpu_busy_ns{0};
 };
 
-GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config)
-    : m_task(task), m_config(config), m_worker(config.worker_executable, "")
+GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_task(task), m_config(config)
 {
     if (task.spec_path.empty())
         fail_runtime("internal: the GPU evaluator needs a task loaded from a file");
-    WorkerReply device = m_worker.request(Json{{"op", "device"}}, std::chrono::seconds(60));
-    if (device.failure != WorkerFailure::none)
-        fail_runtime("the GPU worker could not start: {}", device.failure_message);
-    if (!device.body.value("ok", false))
-        fail_runtime("{}", device.body.value("error", "no NVIDIA driver/GPU found"));
-    m_facts = DeviceFacts::from_json(device.body.at("device"));
-    m_arch = config.arch.empty() ? m_facts.arch() : config.arch;
-
+    add_gpus();
     Json setup{{"op", "setup"},
                {"task_path", std::filesystem::absolute(task.spec_path).string()},
                {"run_secret", config.run_secret},
                {"cache_dir", config.cache_dir.string()}};
-    if (std::string problem = m_worker.set_setup(setup, std::chrono::minutes(10)); !problem.empty())
-        fail_runtime("the GPU worker could not set up task '{}': {}", task.name, problem);
-
-    time_baselines();
+    start_slots(setup);
 
     CompilePoolConfig pool;
     pool.workers = config.compile_workers;
@@ -156,93 +116,138 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config)
     pool.cache_dir = config.cache_dir.empty() ? std::filesystem::path() : config.cache_dir;
     pool.worker_executable = config.worker_executable;
     m_pool = std::make_unique<CompilePool>(pool);
-
-    const Json& setup_reply = m_worker.setup_reply();
-    Json vendor_json = Json::array();
-    for (const auto& status : m_vendor)
-        vendor_json.push_back(vendor_status_to_json(status));
-    m_environment = Json{{"device", m_facts.to_json()},
-                         {"arch", m_arch},
-                         {"nvrtc", nvrtc_version()},
-                         {"peaks", setup_reply.value("peaks", Json::object())},
-                         {"compile_workers", m_pool->workers()},
-                         {"launch_deadline_ms", config.launch_deadline.count()},
-                         {"vendor_baselines", vendor_json},
-                         {"vendor_library", m_vendor_library},
-                         {"timing", Json{{"method", "CUPTI activity kernel spans, L2 flushed per sample, median"},
-                                         {"flush_bytes", std::max<int64_t>(int64_t{256} << 20, 4LL * m_facts.l2_bytes)}}}};
+    describe_environment();
 
     size_t preparers = std::max<size_t>(1, m_pool->workers());
     for (size_t i = 0; i < preparers; ++i)
         m_threads.emplace_back([this] { prepare_loop(); });
-    m_threads.emplace_back([this] { gpu_loop(); });
 }
 
-// Baselines are timed once, to the confirmation standard, before any candidate: the reference and
-// the task's vendor routines interleaved. Should that fail because of a vendor routine (it faulted
-// and took the worker with it), the reference is timed again alone and the routines are reported
-// unavailable with the failure.
-void GpuEvaluator::time_baselines()
+// One slot per GPU of this host that --gpus selects (under MPI: this rank's share of them), each
+// with its own worker pinned by UUID; then, under MPI, the other ranks' GPUs.
+void GpuEvaluator::add_gpus()
 {
-    auto request = [&](bool vendor) {
-        return m_worker.request(Json{{"op", "time_reference"}, {"level", "confirm"}, {"deadline_ms", 60000}, {"vendor", vendor}},
-                                std::chrono::minutes(10));
-    };
-    auto failure_of = [](const WorkerReply& reply) {
-        if (reply.failure != WorkerFailure::none)
-            return reply.failure_message;
-        return reply.body.value("ok", false) ? std::string() : reply.body.value("error", std::string("unknown error"));
-    };
-    bool vendor = m_config.time_vendor_baselines && !m_task.vendor_baselines.empty();
-    WorkerReply reply = request(vendor);
-    std::string failure = failure_of(reply);
-    std::string vendor_failure;
-    if (!failure.empty() && vendor) {
-        log_warn("timing the vendor baselines of '{}' failed ({}); timing the reference alone", m_task.name, failure);
-        vendor_failure = failure;
-        reply = request(false);
-        failure = failure_of(reply);
+    std::string host = host_name();
+    MpiWorld* mpi = m_config.mpi;
+    try {
+        std::vector<VisibleGpu> chosen = select_gpus(list_visible_gpus(m_config.worker_executable), m_config.gpus, host);
+        if (mpi && chosen.size() < static_cast<size_t>(mpi->local_size()))
+            log_warn("{} MPI ranks share the {} GPU{} of {}: their timings disturb each other; run one rank per GPU",
+                     mpi->local_size(), chosen.size(), chosen.size() == 1 ? "" : "s", host);
+        if (mpi)
+            chosen = share_for_local_rank(chosen, mpi->local_rank(), mpi->local_size());
+        for (const auto& gpu : chosen)
+            add_slot(gpu, host, 0, std::make_unique<GpuWorkerClient>(m_config.worker_executable, gpu.facts.uuid));
+    } catch (const Error& e) {
+        if (!mpi || e.kind() != ErrorKind::runtime)
+            throw;
+        log_warn("the controller (MPI rank 0) drives no GPU of {}: {}", host, e.what());
     }
-    if (!failure.empty())
-        fail_runtime("timing the reference of '{}' failed: {}", m_task.name, failure);
-    for (const auto& m : reply.body.at("measurements"))
-        m_baselines.push_back(measurement_from_json(m));
-    m_vendor_library = reply.body.value("vendor_library", Json::object());
-    for (const auto& status : reply.body.value("vendor", Json::array()))
-        m_vendor.push_back(vendor_status_from_json(status));
-    for (auto& status : m_vendor) {
-        if (!vendor_failure.empty())
-            status.reason = "timing the vendor baselines failed: " + vendor_failure;
-        else if (!m_config.time_vendor_baselines)
-            status.reason = "vendor baselines are switched off for this run";
+    if (mpi)
+        add_remote_gpus();
+    if (m_slots.empty())
+        fail_runtime("no NVIDIA driver/GPU found on any of the {} MPI ranks", mpi ? mpi->size() : 1);
+}
+
+// Each other rank's share of its host's selected GPUs, driven through its evaluation service.
+void GpuEvaluator::add_remote_gpus()
+{
+    MpiWorld& world = *m_config.mpi;
+    Json task{{"spec_text", m_task.spec_text}, {"files", snapshot_task_files(m_task)}};
+    for (const auto& remote : gather_remote_hosts(world, std::chrono::minutes(2))) {
+        if (!remote.problem.empty()) {
+            log_warn("MPI rank {} on {} offers no GPU: {}", remote.rank, remote.host, remote.problem);
+            continue;
+        }
+        std::vector<VisibleGpu> chosen = select_gpus(remote.devices, m_config.gpus, remote.host);
+        if (chosen.size() < static_cast<size_t>(remote.local_size) && remote.local_rank == 0)
+            log_warn("{} MPI ranks share the {} GPU{} of {}: their timings disturb each other; run one rank per GPU",
+                     remote.local_size, chosen.size(), chosen.size() == 1 ? "" : "s", remote.host);
+        int tag = k_first_gpu_tag;
+        for (const auto& gpu : share_for_local_rank(chosen, remote.local_rank, remote.local_size))
+            add_slot(gpu, remote.host, remote.rank,
+                     std::make_unique<RemoteGpuLink>(world, remote.rank, tag++, gpu.facts.uuid, task));
+    }
+}
+
+void GpuEvaluator::add_slot(const VisibleGpu& gpu, const std::string& host, int rank, std::unique_ptr<GpuLink> link)
+{
+    m_slots.push_back(SlotEntry{std::make_unique<GpuSlot>(m_task, m_config, identify_gpu(gpu, host, rank), std::move(link))});
+}
+
+// Each slot starts on its own thread (which then serves it), all at once: every GPU times its own
+// baselines. A GPU that fails to start is left out with a warning; none starting is an error.
+void GpuEvaluator::start_slots(const Json& setup)
+{
+    for (size_t i = 0; i < m_slots.size(); ++i)
+        m_threads.emplace_back([this, i, setup] { slot_loop(i, setup); });
+    std::unique_lock lock(m_mutex);
+    m_work_ready.wait(lock, [this] {
+        return std::none_of(m_slots.begin(), m_slots.end(), [](const SlotEntry& e) { return e.state == SlotState::starting; });
+    });
+    std::string first_failure;
+    for (const auto& entry : m_slots) {
+        if (entry.state == SlotState::ready) {
+            if (!m_primary)
+                m_primary = entry.slot.get();
+            if (std::find(m_arches.begin(), m_arches.end(), entry.slot->arch()) == m_arches.end())
+                m_arches.push_back(entry.slot->arch());
+        } else if (first_failure.empty()) {
+            first_failure = entry.failure;
+        }
+    }
+    if (!m_primary) {
+        lock.unlock();
+        stop_threads();
+        throw Error(ErrorKind::runtime, first_failure);
+    }
+    for (const auto& entry : m_slots)
+        if (entry.state == SlotState::failed)
+            log_warn("{} is left out of this session: {}", entry.slot->identity().label(), entry.failure);
+}
+
+void GpuEvaluator::describe_environment()
+{
+    const GpuSlot& primary = *m_primary;
+    Json vendor_json = Json::array();
+    for (const auto& status : primary.vendor()) {
+        vendor_json.push_back(vendor_status_to_json(status));
         if (status.timed)
             log_info("baseline {} ({}) timed on every bench shape", status.routine, status.library);
         else
             log_warn("vendor baseline {} is unavailable; speedups are against the reference only: {}", status.routine,
                      status.reason);
     }
-}
-
-// What a candidate's speedup is measured against: the first vendor routine that was timed, else
-// the reference (the fallback when the library is missing or disagreed).
-Json GpuEvaluator::baseline_summary(const Evaluation& evaluation) const
-{
-    Json unavailable = Json::array();
-    for (const auto& status : m_vendor) {
-        if (!status.timed) {
-            unavailable.push_back(vendor_status_to_json(status));
-            continue;
+    Json gpus = Json::array();
+    std::vector<std::string> labels;
+    for (const auto& entry : m_slots)
+        if (entry.state == SlotState::ready) {
+            Json gpu = entry.slot->identity().to_json();
+            gpu["arch"] = entry.slot->arch();
+            gpus.push_back(gpu);
+            labels.push_back(fmt::format("{} ({})", entry.slot->identity().label(), entry.slot->identity().name));
         }
-        double speedup = geomean_speedup(evaluation.measurements, m_baselines, status.routine);
-        if (speedup > 0)
-            return Json{{"subject", status.routine}, {"library", status.library}, {"speedup", speedup},
-                        {"unavailable", unavailable}};
-    }
-    return Json{{"subject", "reference"}, {"library", ""}, {"speedup", evaluation.fitness.value_or(0.0)},
-                {"unavailable", unavailable}};
+    if (labels.size() > 1)
+        log_info("{} GPUs: {}", labels.size(), join(labels, ", "));
+    m_environment = Json{{"device", primary.facts().to_json()},
+                         {"arch", primary.arch()},
+                         {"gpus", gpus},
+                         {"nvrtc", nvrtc_version()},
+                         {"peaks", primary.setup_reply().value("peaks", Json::object())},
+                         {"compile_workers", m_pool->workers()},
+                         {"launch_deadline_ms", m_config.launch_deadline.count()},
+                         {"vendor_baselines", vendor_json},
+                         {"vendor_library", primary.vendor_library()},
+                         {"timing", Json{{"method", "CUPTI activity kernel spans, L2 flushed per sample, median"},
+                                         {"flush_bytes", std::max<int64_t>(int64_t{256} << 20, 4LL * primary.facts().l2_bytes)}}}};
 }
 
 GpuEvaluator::~GpuEvaluator()
+{
+    stop_threads();
+}
+
+void GpuEvaluator::stop_threads()
 {
     {
         std::lock_guard lock(m_mutex);
@@ -250,8 +255,8 @@ GpuEvaluator::~GpuEvaluator()
     }
     m_work_ready.notify_all();
     for (auto& thread : m_threads)
-        thread.join();
-    m_worker.stop();
+        if (thread.joinable())
+            thread.join();
 }
 
 void GpuEvaluator::submit(EvalJob job)
@@ -270,6 +275,10 @@ std::vector<EvalResult> GpuEvaluator::collect(std::chrono::milliseconds wait)
     m_done_ready.wait_for(lock, wait, [this] { return !m_done.empty() || m_pending == 0; });
     std::vector<EvalResult> out;
     out.swap(m_done);
+    if (out.empty() && m_pending > 0 &&
+        std::none_of(m_slots.begin(), m_slots.end(), [](const SlotEntry& e) { return e.state == SlotState::ready; }))
+        fail_runtime("every GPU of this session has stopped serving ({} job{} left); the run can be resumed",
+                     m_pending, m_pending == 1 ? "" : "s");
     return out;
 }
 
@@ -279,10 +288,24 @@ size_t GpuEvaluator::pending() const
     return m_pending;
 }
 
+std::vector<GpuUsage> GpuEvaluator::gpu_usage() const
+{
+    std::lock_guard lock(m_mutex);
+    std::vector<GpuUsage> usage;
+    for (const auto& entry : m_slots)
+        if (entry.state != SlotState::failed)
+            usage.push_back(entry.slot->usage());
+    return usage;
+}
+
 double GpuEvaluator::gpu_busy_fraction() const
 {
-    double wall = std::chrono::duration<double>(Clock::now() - m_created).count();
-    return wall > 0 ? static_cast<double>(m_gpu_busy_ns.load()) * 1e-9 / wall : 0;
+    double busy = 0, wall = 0;
+    for (const auto& usage : gpu_usage()) {
+        busy += usage.busy_s;
+        wall += usage.wall_s;
+    }
+    return wall > 0 ? busy / wall : 0;
 }
 
 void GpuEvaluator::finish(uint64_t ticket, Evaluation evaluation)
@@ -293,6 +316,98 @@ void GpuEvaluator::finish(uint64_t ticket, Evaluation evaluation)
         --m_pending;
     }
     m_done_ready.notify_all();
+}
+
+// May slot `index` take `job` now? Not when the job asks for another GPU that still serves, nor
+// when another idle GPU that may take it has waited longer.
+bool GpuEvaluator::may_take(size_t index, const PreparedJob& job) const
+{
+    auto eligible = [&](size_t i) {
+        const SlotEntry& entry = m_slots[i];
+        if (entry.state != SlotState::ready || entry.busy)
+            return false;
+        const auto& wanted = job.job.options.gpu;
+        if (!wanted || entry.slot->identity() == *wanted)
+            return true;
+        return std::none_of(m_slots.begin(), m_slots.end(), [&](const SlotEntry& other) {
+            return other.state == SlotState::ready && other.slot->identity() == *wanted;
+        });
+    };
+    if (!eligible(index))
+        return false;
+    for (size_t i = 0; i < m_slots.size(); ++i)
+        if (i != index && eligible(i) && m_slots[i].idle_since < m_slots[index].idle_since)
+            return false;
+    return true;
+}
+
+std::optional<size_t> GpuEvaluator::job_for(size_t index) const
+{
+    for (size_t j = 0; j < m_compiled.size(); ++j)
+        if (may_take(index, m_compiled[j]))
+            return j;
+    return std::nullopt;
+}
+
+void GpuEvaluator::slot_loop(size_t index, Json setup)
+{
+    GpuSlot& slot = *m_slots[index].slot;
+    std::string failure;
+    try {
+        slot.start(setup);
+    } catch (const std::exception& e) {
+        failure = e.what();
+    }
+    {
+        std::lock_guard lock(m_mutex);
+        m_slots[index].state = failure.empty() ? SlotState::ready : SlotState::failed;
+        m_slots[index].failure = failure;
+        m_slots[index].idle_since = EvalClock::now();
+    }
+    m_work_ready.notify_all();
+    while (failure.empty()) {
+        PreparedJob prepared;
+        {
+            std::unique_lock lock(m_mutex);
+            std::optional<size_t> next;
+            m_work_ready.wait(lock, [&] { return m_stopping || (next = job_for(index)).has_value(); });
+            if (m_stopping)
+                break;
+            prepared = std::move(m_compiled[*next]);
+            m_compiled.erase(m_compiled.begin() + static_cast<std::ptrdiff_t>(*next));
+            m_slots[index].busy = true;
+        }
+        m_work_ready.notify_all(); // the next idle GPU in line may now take a job
+        Evaluation evaluation;
+        try {
+            evaluation = slot.evaluate(prepared);
+        } catch (const GpuLostError& e) {
+            log_warn("{}; its candidate goes back to the queue for the other GPUs", e.what());
+            {
+                std::lock_guard lock(m_mutex);
+                m_slots[index].state = SlotState::lost;
+                m_slots[index].busy = false;
+                slot.mark_lost();
+                m_compiled.push_front(std::move(prepared));
+            }
+            m_work_ready.notify_all();
+            m_done_ready.notify_all();
+            break;
+        } catch (const std::exception& e) {
+            // The per-candidate wrapper: nothing a candidate does may stop the pipeline.
+            evaluation.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
+                                                                                 "candidate: {}", e.what())};
+        }
+        evaluation.eval_seconds = std::chrono::duration<double>(EvalClock::now() - prepared.started).count();
+        {
+            std::lock_guard lock(m_mutex);
+            m_slots[index].busy = false;
+            m_slots[index].idle_since = EvalClock::now();
+        }
+        finish(prepared.job.ticket, std::move(evaluation));
+        m_work_ready.notify_all();
+    }
+    slot.stop(); // on this thread, which started the worker
 }
 
 void GpuEvaluator::prepare_loop()
@@ -307,7 +422,7 @@ void GpuEvaluator::prepare_loop()
             job = std::move(m_incoming.front());
             m_incoming.pop_front();
         }
-        Prepared prepared = prepare(std::move(job));
+        PreparedJob prepared = prepare(std::move(job));
         {
             std::lock_guard lock(m_mutex);
             m_compiled.push_back(std::move(prepared));
@@ -316,10 +431,10 @@ void GpuEvaluator::prepare_loop()
     }
 }
 
-Prepared GpuEvaluator::prepare(EvalJob job)
+PreparedJob GpuEvaluator::prepare(EvalJob job)
 {
-    Prepared prepared;
-    prepared.started = Clock::now();
+    PreparedJob prepared;
+    prepared.started = EvalClock::now();
     prepared.job = std::move(job);
     const std::string& source = prepared.job.source;
     try {
@@ -354,228 +469,20 @@ Prepared GpuEvaluator::prepare(EvalJob job)
     else
         points = enumerate_param_points(prepared.plan, static_cast<size_t>(m_task.limits.max_param_points));
     std::vector<std::future<CompileResult>> futures;
-    for (const auto& point : points) {
-        CompileRequest request;
-        request.source = source;
-        request.arch = m_arch;
-        request.params = point;
-        request.kernels = kernels;
-        futures.push_back(std::async(std::launch::async, [this, request] { return m_pool->compile(request); }));
-    }
-    for (size_t i = 0; i < points.size(); ++i)
-        prepared.variants.push_back(Variant{points[i], futures[i].get()});
+    for (const auto& arch : m_arches)
+        for (const auto& point : points) {
+            CompileRequest request;
+            request.source = source;
+            request.arch = arch;
+            request.params = point;
+            request.kernels = kernels;
+            futures.push_back(std::async(std::launch::async, [this, request] { return m_pool->compile(request); }));
+        }
+    size_t next = 0;
+    for (const auto& arch : m_arches)
+        for (const auto& point : points)
+            prepared.variants[arch].push_back(Variant{point, futures[next++].get()});
     return prepared;
-}
-
-void GpuEvaluator::gpu_loop()
-{
-    for (;;) {
-        Prepared prepared;
-        {
-            std::unique_lock lock(m_mutex);
-            m_work_ready.wait(lock, [this] { return m_stopping || !m_compiled.empty(); });
-            if (m_stopping)
-                return;
-            prepared = std::move(m_compiled.front());
-            m_compiled.pop_front();
-        }
-        Evaluation evaluation;
-        try {
-            evaluation = evaluate(prepared);
-        } catch (const std::exception& e) {
-            // The per-candidate wrapper: nothing a candidate does may stop the pipeline.
-            evaluation.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
-                                                                                 "candidate: {}", e.what())};
-        }
-        evaluation.eval_seconds = std::chrono::duration<double>(Clock::now() - prepared.started).count();
-        finish(prepared.job.ticket, std::move(evaluation));
-    }
-}
-
-VariantResult GpuEvaluator::run_variant(const Variant& variant, const Plan& plan, bool verify_tests,
-                                        const std::string& timing, bool held_out, bool profile)
-{
-    VariantResult result;
-    result.params = variant.params;
-    Json params = Json::object();
-    for (const auto& [name, value] : variant.params)
-        params[name] = value;
-    Json request{{"op", "run_variant"},
-                 {"cubin", Json::binary(std::vector<std::uint8_t>(variant.compiled.cubin.begin(), variant.compiled.cubin.end()))},
-                 {"plan", plan.json},
-                 {"params", params},
-                 {"verify_tests", verify_tests},
-                 {"verify_held_out", held_out},
-                 {"timing", timing},
-                 {"profile", profile},
-                 {"deadline_ms", m_config.launch_deadline.count()}};
-    // A backstop only: the worker enforces the per-run deadline itself and answers in time.
-    auto deadline = std::chrono::milliseconds(60000) + 10 * m_config.launch_deadline;
-    auto begin = Clock::now();
-    WorkerReply reply = m_worker.request(request, deadline);
-    m_gpu_busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - begin).count();
-    if (reply.failure == WorkerFailure::crashed) {
-        result.verdict = Verdict{VerdictKind::runtime_error,
-                                 fmt::format("the GPU worker crashed while running this candidate: {}", reply.failure_message)};
-        return result;
-    }
-    if (reply.failure == WorkerFailure::timed_out) {
-        result.verdict = Verdict{VerdictKind::timeout, reply.failure_message};
-        return result;
-    }
-    if (!reply.body.value("ok", false)) {
-        result.verdict = Verdict{VerdictKind::runtime_error, reply.body.value("error", "the GPU worker failed")};
-        return result;
-    }
-    const Json& verdict = reply.body.at("verdict");
-    result.verdict.kind = parse_verdict(verdict.value("kind", "runtime_error")).value_or(VerdictKind::runtime_error);
-    result.verdict.message = verdict.value("message", "");
-    for (const auto& m : reply.body.value("measurements", Json::array()))
-        result.measurements.push_back(measurement_from_json(m));
-    result.resources = reply.body.value("resources", Json::object());
-    result.notes = reply.body.value("notes", Json::object());
-    result.profile = reply.body.value("profile", Json::object());
-    return result;
-}
-
-Evaluation GpuEvaluator::evaluate(Prepared& prepared)
-{
-    Evaluation evaluation;
-    if (prepared.early_failure) {
-        evaluation.verdict = *prepared.early_failure;
-        return evaluation;
-    }
-    const EvalOptions& options = prepared.job.options;
-    Json compile_info = Json::array();
-    std::vector<const Variant*> compiled;
-    std::optional<Verdict> compile_failure;
-    for (const auto& variant : prepared.variants) {
-        Json params = Json::object();
-        for (const auto& [name, value] : variant.params)
-            params[name] = value;
-        compile_info.push_back(Json{{"params", params},
-                                    {"ok", variant.compiled.ok},
-                                    {"seconds", variant.compiled.seconds},
-                                    {"cache_hit", variant.compiled.cache_hit}});
-        if (variant.compiled.ok)
-            compiled.push_back(&variant);
-        else if (!compile_failure)
-            compile_failure = Verdict{variant.compiled.failure,
-                                      fmt::format("{}{}", prepared.variants.size() > 1
-                                                              ? fmt::format("with {}: ", describe_param_point(variant.params))
-                                                              : "",
-                                                  variant.compiled.message)};
-    }
-    evaluation.compile_info = Json{{"variants", compile_info}};
-    if (compiled.empty()) {
-        evaluation.verdict = compile_failure.value_or(Verdict{VerdictKind::compile_error, "nothing compiled"});
-        return evaluation;
-    }
-
-    std::string final_timing = options.confirm ? "confirm" : "quick";
-    std::vector<VariantResult> results;
-    const Variant* best = nullptr;
-    double best_fitness = 0;
-    if (compiled.size() == 1) {
-        results.push_back(run_variant(*compiled[0], prepared.plan, true, final_timing, options.held_out, options.profile));
-        if (results.back().verdict.is_correct()) {
-            best = compiled[0];
-            best_fitness = geomean_speedup(results.back().measurements, m_baselines);
-        }
-    } else {
-        // Sweep: verify and screen-time every point, then time the winner properly.
-        for (const Variant* variant : compiled) {
-            results.push_back(run_variant(*variant, prepared.plan, true, "sweep", false));
-            double fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;
-            if (fitness > best_fitness) {
-                best_fitness = fitness;
-                best = variant;
-            }
-        }
-        if (best) {
-            results.push_back(run_variant(*best, prepared.plan, false, final_timing, options.held_out, options.profile));
-            best_fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;
-        }
-    }
-    Json sweep = Json::array();
-    for (const auto& r : results) {
-        Json params = Json::object();
-        for (const auto& [name, value] : r.params)
-            params[name] = value;
-        sweep.push_back(Json{{"params", params},
-                             {"verdict", verdict_name(r.verdict.kind)},
-                             {"fitness", r.verdict.is_correct() ? geomean_speedup(r.measurements, m_baselines) : 0}});
-    }
-    evaluation.metrics["sweep"] = sweep;
-
-    const VariantResult& last = results.back();
-    if (best && !last.verdict.is_correct()) {
-        // The winner of the sweep failed its final run (held-out shapes, or on closer timing).
-        evaluation.verdict = last.verdict;
-        if (results.size() > 1)
-            evaluation.verdict.message = fmt::format("with {}: {}", describe_param_point(last.params), last.verdict.message);
-        evaluation.metrics["resources"] = last.resources;
-        return evaluation;
-    }
-    if (!best) {
-        // No point is correct: report the failure that got furthest up the ladder.
-        const VariantResult* furthest = &results.front();
-        for (const auto& r : results)
-            if (verdict_rank(r.verdict.kind) > verdict_rank(furthest->verdict.kind))
-                furthest = &r;
-        evaluation.verdict = furthest->verdict;
-        if (results.size() > 1)
-            evaluation.verdict.message = fmt::format("with {}: {}", describe_param_point(furthest->params),
-                                                     furthest->verdict.message);
-        evaluation.metrics["resources"] = furthest->resources;
-        return evaluation;
-    }
-
-    evaluation.verdict = last.verdict;
-    evaluation.best_params = best->params;
-    evaluation.measurements = last.measurements;
-    // Fitness uses the reference timed in the same interleaved run when there is one.
-    double fitness = options.confirm ? geomean_speedup(last.measurements, last.measurements) : 0;
-    evaluation.fitness = fitness > 0 ? fitness : best_fitness;
-    evaluation.metrics["resources"] = last.resources;
-    evaluation.metrics["notes"] = last.notes;
-    evaluation.metrics["baseline"] = baseline_summary(evaluation);
-    if (!last.profile.empty())
-        evaluation.metrics["profile"] = last.profile;
-    evaluation.metrics["ptxas"] = Json::array();
-    for (const auto& k : best->compiled.resources)
-        evaluation.metrics["ptxas"].push_back(Json{{"kernel", k.kernel},
-                                                   {"registers", k.registers},
-                                                   {"spill_store_bytes", k.spill_store_bytes},
-                                                   {"spill_load_bytes", k.spill_load_bytes},
-                                                   {"stack_frame_bytes", k.stack_frame_bytes},
-                                                   {"static_smem_bytes", k.static_smem_bytes}});
-    if (last.notes.contains("below_roofline"))
-        evaluation.metrics["suspicious"] = true;
-
-    // Descriptors at the largest bench shape.
-    const Shape& largest = m_task.bench.back();
-    DescriptorInputs inputs;
-    inputs.source = prepared.job.source;
-    inputs.plan = resolve_plan(m_task, prepared.plan, largest, best->params);
-    for (const auto& arg : m_task.args)
-        if (arg.is_tensor && arg.intent != Intent::in)
-            inputs.output_elements += m_task.element_count(arg, largest);
-    size_t heaviest = 0;
-    double most_threads = 0;
-    for (size_t i = 0; i < inputs.plan.launches.size(); ++i) {
-        const auto& l = inputs.plan.launches[i];
-        double threads = 1.0 * l.grid[0] * l.grid[1] * l.grid[2] * l.block[0] * l.block[1] * l.block[2];
-        if (threads > most_threads) {
-            most_threads = threads;
-            heaviest = i;
-        }
-    }
-    const Json& occupancy = last.resources.value("theoretical_occupancy", Json::array());
-    if (heaviest < occupancy.size())
-        inputs.occupancy = occupancy[heaviest].get<double>();
-    evaluation.descriptors = describe_candidate(inputs);
-    return evaluation;
 }
 
 } // namespace

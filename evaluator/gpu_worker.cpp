@@ -11,6 +11,7 @@
 #include "core/task.hpp"
 #include "evaluator/compile.hpp"
 #include "evaluator/cupti_activity.hpp"
+#include "evaluator/gpu_simulator.hpp"
 #include "evaluator/gpu_runner.hpp"
 #include "evaluator/vendor_baseline.hpp"
 #include "evaluator/worker_protocol.hpp"
@@ -86,6 +87,31 @@ Json handle_device(WorkerState& state)
         state.cupti_problem = ActivityTracer::start();
     }
     return Json{{"ok", true}, {"device", state.context->facts().to_json()}, {"cupti", state.cupti_problem}};
+}
+
+// Every device the driver shows this process, in the driver's order, without creating a context:
+// how the controller learns which GPUs a host has (evaluator/gpu_devices.hpp).
+Json handle_devices()
+{
+    if (std::string problem = load_cuda_driver(); !problem.empty())
+        return Json{{"ok", false}, {"error", problem}, {"no_gpu", true}};
+    const auto& cu = driver();
+    Json devices = Json::array();
+    try {
+        KF_CU_CHECK(cu.cuInit(0));
+        int count = 0;
+        KF_CU_CHECK(cu.cuDeviceGetCount(&count));
+        for (int ordinal = 0; ordinal < count; ++ordinal) {
+            CUdevice device = 0;
+            KF_CU_CHECK(cu.cuDeviceGet(&device, ordinal));
+            DeviceFacts facts = read_device_facts(device);
+            facts.ordinal = ordinal;
+            devices.push_back(facts.to_json());
+        }
+    } catch (const CudaError& e) {
+        return Json{{"ok", false}, {"error", fmt::format("no usable NVIDIA GPU: {}", e.what())}, {"no_gpu", true}};
+    }
+    return Json{{"ok", true}, {"devices", devices}};
 }
 
 // Can this process read hardware counters? Profiles one small internal kernel.
@@ -211,6 +237,8 @@ Json handle_run_variant(WorkerState& state, const Json& request)
 
 int run_gpu_worker()
 {
+    if (simulated_gpus_requested())
+        return run_simulated_gpu_worker();
     ParentChannel channel = ParentChannel::adopt();
     std::signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group; the controller decides
     WorkerState state;
@@ -219,7 +247,9 @@ int run_gpu_worker()
         try {
             Json request = decode_message(*frame);
             std::string op = request.value("op", "");
-            if (op == "device")
+            if (op == "devices")
+                reply = handle_devices();
+            else if (op == "device")
                 reply = handle_device(state);
             else if (op == "probe_counters")
                 reply = handle_probe_counters(state);

@@ -2,6 +2,7 @@
 //
 // Each frame is one JSON object encoded as CBOR (binary-safe, so CUBINs travel as byte strings).
 // Requests carry "op"; replies carry "ok" and either the result or "error". Operations:
+//   devices         -> {"devices": [DeviceFacts]}: every device the driver shows, no context made
 //   device          -> {"device": DeviceFacts, "cupti": "" or why activity tracing is unavailable}
 //   setup           {task_path, run_secret, cache_dir} -> {"peaks", "reference_kernels", timings}
 //   time_reference  {level, deadline_ms, vendor} -> {"measurements": [...], "vendor": [VendorBaselineStatus],

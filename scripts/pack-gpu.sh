@@ -14,6 +14,13 @@ if [ -f build/dev/src/cli/libkforge_vendor.so ]; then
 else
     echo "pack-gpu: no build/dev/src/cli/libkforge_vendor.so (no nvcc at configure?): vendor baselines will be unavailable" >&2
 fi
+# MPI (libkforge_mpi.so) beside kforge too; the MPI library itself must be the GPU machine's own,
+# matching its mpirun, so it is not carried.
+if [ -f build/dev/src/cli/libkforge_mpi.so ]; then
+    strip --strip-unneeded -o .gpu/libkforge_mpi.so build/dev/src/cli/libkforge_mpi.so
+else
+    echo "pack-gpu: no build/dev/src/cli/libkforge_mpi.so (no MPI at configure?): kforge cannot run under mpirun" >&2
+fi
 for lib in $(ldd build/dev/src/cli/kforge build/dev/tests/kforge_tests | awk '{print $3}' | sort -u |
              grep -v -E 'cuda|/libc\.so|/libm\.so|libpthread|librt\.so|libdl\.so|libutil|libresolv|libstdc\+\+|libgcc_s'); do
     cp -L "$lib" .gpu/lib/

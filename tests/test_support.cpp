@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <csignal>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -88,6 +89,37 @@ std::string browser_unavailable_reason()
     return chromium_path().string() + " is not installed (apt-get install chromium; ./kf installs it)";
 }
 
+std::filesystem::path mpirun_path()
+{
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "";
+    for (size_t start = 0; start <= dirs.size();) {
+        size_t end = std::min(dirs.find(':', start), dirs.size());
+        std::filesystem::path candidate = std::filesystem::path(dirs.substr(start, end - start)) / "mpirun";
+        if (end > start && ::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+        start = end + 1;
+    }
+    return {};
+}
+
+std::string mpi_unavailable_reason()
+{
+    if (mpirun_path().empty())
+        return "mpirun is not on the PATH (apt-get install openmpi-bin libopenmpi-dev; ./kf installs them)";
+    auto library = kforge_binary().parent_path() / "libkforge_mpi.so";
+    if (!std::filesystem::exists(library))
+        return library.string() + " is missing: kforge was built without MPI (no libopenmpi-dev at configure)";
+    return "";
+}
+
+std::vector<std::string> mpirun_env()
+{
+    if (::getuid() != 0)
+        return {};
+    return {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+}
+
 std::vector<std::filesystem::path> recorded_archives()
 {
     std::vector<std::filesystem::path> archives;
@@ -160,9 +192,15 @@ CommandResult run_kforge(const std::vector<std::string>& args, const std::vector
 CommandResult run_program(const std::filesystem::path& executable, const std::vector<std::string>& args,
                           const std::vector<std::string>& env)
 {
-    TempDir io;
-    auto out_path = io / "stdout";
-    auto err_path = io / "stderr";
+    return RunningProgram(executable, args, env).wait();
+}
+
+RunningProgram::RunningProgram(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                               const std::vector<std::string>& env)
+    : m_io(std::make_unique<TempDir>())
+{
+    auto out_path = *m_io / "stdout";
+    auto err_path = *m_io / "stderr";
     std::vector<std::string> argv_storage{executable.string()};
     argv_storage.insert(argv_storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -189,17 +227,34 @@ CommandResult run_program(const std::filesystem::path& executable, const std::ve
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    int rc = ::posix_spawn(&m_pid, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0)
         throw std::runtime_error("cannot run " + argv_storage[0]);
+}
+
+RunningProgram::~RunningProgram()
+{
+    if (m_pid > 0) {
+        ::kill(m_pid, SIGKILL);
+        ::waitpid(m_pid, nullptr, 0);
+    }
+}
+
+std::string RunningProgram::stderr_so_far() const
+{
+    return slurp(*m_io / "stderr");
+}
+
+CommandResult RunningProgram::wait()
+{
     int status = 0;
-    ::waitpid(pid, &status, 0);
+    ::waitpid(m_pid, &status, 0);
+    m_pid = -1;
     CommandResult result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    result.out = slurp(out_path);
-    result.err = slurp(err_path);
+    result.out = slurp(*m_io / "stdout");
+    result.err = slurp(*m_io / "stderr");
     return result;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,14 @@ void require_gpu();
 std::filesystem::path chromium_path();
 // "" when chromium_path() exists; otherwise why the [browser] tests cannot run.
 std::string browser_unavailable_reason();
+
+// mpirun on the PATH ("" when there is none).
+std::filesystem::path mpirun_path();
+// "" when the [mpi] tests can run here: mpirun exists and libkforge_mpi.so is beside the kforge
+// binary (kforge was built with MPI); otherwise why not.
+std::string mpi_unavailable_reason();
+// The environment mpirun needs here: as root, Open MPI refuses to run without these.
+std::vector<std::string> mpirun_env();
 
 // Run archives recorded on a GPU and committed as tests/fixtures/*.kfa (or *.kforge), sorted by
 // name; tests tagged [recorded] read them.
@@ -56,6 +65,27 @@ CommandResult run_kforge(const std::vector<std::string>& args, const std::vector
 // The same for any program, given by its absolute path (no PATH lookup, no shell).
 CommandResult run_program(const std::filesystem::path& executable, const std::vector<std::string>& args,
                           const std::vector<std::string>& env = {});
+
+// A program started in the background with its stdout and stderr going to files, for tests that
+// act on it while it runs (kill its workers, interrupt it). The destructor kills one still running.
+class RunningProgram
+{
+public:
+    RunningProgram(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                   const std::vector<std::string>& env = {});
+    ~RunningProgram();
+    RunningProgram(const RunningProgram&) = delete;
+    RunningProgram& operator=(const RunningProgram&) = delete;
+    int pid() const { return m_pid; }
+    // What it has written to stderr so far.
+    std::string stderr_so_far() const;
+    // Waits for it to end.
+    CommandResult wait();
+
+private:
+    std::unique_ptr<TempDir> m_io;
+    int m_pid = -1;
+};
 
 // Writes `text` to `path`.
 void write_text(const std::filesystem::path& path, const std::string& text);

@@ -246,6 +246,7 @@ std::string render_inspect_text(const Json& report)
     std::string out = summary_block(report);
     out += "\n" + top_block(report);
     out += "\n" + failures_block(report["failures"]);
+    out += "\n" + render_gpus_text(report["gpus"]);
     if (report.contains("grid"))
         out += "\n" + render_grid_text(report["grid"]);
     if (report.contains("lineage"))

@@ -14,6 +14,7 @@
 
 #include "cli/app.hpp"
 #include "cli/cmd_optimize_common.hpp"
+#include "evaluator/gpu_remote.hpp"
 #include "search/run_record.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -28,7 +29,7 @@ struct OptimizeOptions {
     SessionOptions session;
     std::string output;
     std::optional<uint64_t> seed;
-    std::optional<int> islands, generation_size, migrate_every, meta_every, max_lessons;
+    std::optional<int> islands, generation_size, migrate_every, meta_every, max_lessons, window;
     std::string mix;
     std::string edit_form;
     bool no_repair = false;
@@ -77,6 +78,8 @@ RunConfig build_config(const OptimizeOptions& o)
         s.meta_every = *o.meta_every;
     if (o.max_lessons)
         s.max_lessons = *o.max_lessons;
+    if (o.window)
+        s.window = *o.window;
     if (!o.mix.empty())
         s.mix = parse_selection_mix(o.mix);
     if (!o.edit_form.empty())
@@ -93,6 +96,10 @@ RunConfig build_config(const OptimizeOptions& o)
 
 int run_optimize(const OptimizeOptions& options)
 {
+    std::unique_ptr<MpiWorld> mpi = join_mpi_launch(); // null on a plain run
+    if (mpi && mpi->rank() != 0)
+        return serve_gpus(*mpi, "");
+    MpiController controller(std::move(mpi));
     Task task = load_task(options.task_path);
     RunConfig config = build_config(options);
     Session session(task, config);
@@ -100,7 +107,7 @@ int run_optimize(const OptimizeOptions& options)
              config.search.islands == 1 ? "" : "s", config.search.budgets.candidates, session.proposer_label());
 
     uint64_t secret = random_u64();
-    session.start_evaluator(config, secret);
+    session.start_evaluator(config, secret, controller.world());
 
     fs::path path = options.output.empty() ? default_archive_path(task.name) : fs::path(options.output);
     RunInfo run = new_run_record(task, path.stem().string(), config.to_json(), config.search.seed);
@@ -120,7 +127,9 @@ void add_optimize_command(CLI::App& app, CommandSlot& slot)
                                                "MAP-Elites islands, every candidate verified and timed on the GPU");
     cmd->footer("The run is kept in one archive (default runs/<task>-<stamp>.kforge) that `kforge resume` continues, "
                 "`kforge inspect` and `kforge export` read.\nCtrl-C stops after in-flight work (exit 130, resumable); a "
-                "second Ctrl-C stops at once.\nExit codes: 0 finished, 2 usage, 3 bad input, 4 runtime failure (no GPU, "
+                "second Ctrl-C stops at once.\nEvery visible GPU is used (--gpus to choose); across hosts: mpirun "
+                "--enable-recovery --bind-to none -n R kforge optimize ... (rank 0 searches, the other ranks serve their "
+                "hosts' GPUs), or srun --mpi=pmix.\nExit codes: 0 finished, 2 usage, 3 bad input, 4 runtime failure (no GPU, "
                 "the model unreachable), 130 interrupted.");
     cmd->add_option("TASK", o->task_path, "task spec (JSON)")->required();
     add_session_options(cmd, o->session, false);
@@ -132,6 +141,8 @@ void add_optimize_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("--migrate-every", o->migrate_every, "generations between ring migrations (default 2)");
     cmd->add_option("--meta-every", o->meta_every, "generations between rewrites of the weakest strategy (default 3)");
     cmd->add_option("--max-lessons", o->max_lessons, "lessons the analyst may write per run (default 20)");
+    cmd->add_option("--window", o->window, "items in flight, proposing or being evaluated (default: 2 x --parallel + 2, "
+                                           "at least 2 per GPU + 2); fixes the run's choices across GPU counts");
     cmd->add_option("--mix", o->mix, "parent selection weights exploit,explore,target (default 0.6,0.2,0.2)");
     cmd->add_option("--edit-form", o->edit_form, "whole, diff (SEARCH/REPLACE) or mix (default)")
         ->check(CLI::IsMember({"whole", "diff", "mix"}));

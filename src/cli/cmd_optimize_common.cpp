@@ -10,6 +10,7 @@
 #include "agents/llm_proposer.hpp"
 #include "agents/pricing.hpp"
 #include "agents/provider.hpp"
+#include "evaluator/gpu_remote.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/paths.hpp"
@@ -79,6 +80,10 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
     cmd->add_option("--connect-timeout", o.connect_timeout_s, "seconds allowed to connect (default 10)");
     cmd->add_option("--retries", o.retries, "retries after a transient failure (default 5)");
     cmd->add_option("--retry-backoff", o.retry_backoff_s, "seconds before the first retry; doubles (default 1)");
+    cmd->add_option("--gpus", o.gpus,
+                    resume ? "GPUs to use: all, N (the first N) or indices such as 0,2,5 (default: the run's)"
+                           : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5; "
+                             "under mpirun, per host");
 }
 
 Json RunConfig::to_json() const
@@ -202,6 +207,8 @@ void apply_session_options(const SessionOptions& o, const BudgetBase& base, RunC
         p["pricing"] = std::filesystem::absolute(o.pricing_path).string();
     if (!o.prompts_dir.empty())
         p["prompts"] = std::filesystem::absolute(o.prompts_dir).string();
+    if (!o.gpus.empty())
+        config.evaluator["gpus"] = parse_gpu_selection(o.gpus).text;
     config.search.validate();
 }
 
@@ -255,7 +262,7 @@ Session::Session(const Task& task, const RunConfig& config) : m_task(task)
 
 Session::~Session() = default;
 
-void Session::start_evaluator(const RunConfig& config, uint64_t run_secret)
+void Session::start_evaluator(const RunConfig& config, uint64_t run_secret, MpiWorld* mpi)
 {
     EvaluatorConfig evaluator;
     evaluator.arch = config.evaluator.value("arch", std::string());
@@ -263,6 +270,8 @@ void Session::start_evaluator(const RunConfig& config, uint64_t run_secret)
     evaluator.launch_deadline = to_ms(config.evaluator.value("deadline_s", 10.0));
     evaluator.cache_dir = cache_dir() / "cubin";
     evaluator.run_secret = run_secret;
+    evaluator.gpus = parse_gpu_selection(config.evaluator.value("gpus", std::string("all")));
+    evaluator.mpi = mpi;
     m_evaluator = make_gpu_evaluator(m_task, evaluator);
 }
 
@@ -275,6 +284,35 @@ SearchServices Session::services()
     services.knowledge = m_knowledge.get();
     services.cost = m_cost;
     return services;
+}
+
+std::unique_ptr<MpiWorld> join_mpi_launch()
+{
+    MpiLaunch launch = detect_mpi_launch();
+    if (!launch.detected)
+        return nullptr;
+    std::unique_ptr<MpiWorld> world = MpiWorld::join(launch);
+    if (world->size() == 1 && launch.expected_size > 1)
+        fail_runtime("{} started kforge as one of {} tasks, but MPI sees a single process, so every task would run a "
+                     "search of its own: with srun, pass --mpi=pmix (or --mpi=pmi2)",
+                     launch.launcher, launch.expected_size);
+    if (world->rank() == 0 && world->size() > 1) {
+        log_info("MPI: {} ranks ({}); rank 0 runs the search, ranks 1 to {} serve the GPUs of their hosts",
+                 world->size(), world->library(), world->size() - 1);
+        if (!launch.survives_rank_loss)
+            log_warn("mpirun was started without --enable-recovery: if one rank dies, Open MPI ends every rank (the "
+                     "archive stays resumable). To let the run go on without it: mpirun --enable-recovery -n {} kforge ...",
+                     world->size());
+    }
+    return world;
+}
+
+MpiController::MpiController(std::unique_ptr<MpiWorld> world) : m_world(std::move(world)) {}
+
+MpiController::~MpiController()
+{
+    if (m_world)
+        stop_gpu_services(*m_world);
 }
 
 uint64_t random_u64()

@@ -5,7 +5,8 @@
 // The run configuration (RunInfo::config) is what a resumed run needs to continue the same run:
 // {"search": SearchConfig, "models": [{"spec", "weight", "temperature", "max_output_tokens"}],
 //  "knowledge": path or null, "provider": {timeouts, retries, pricing, prompts},
-//  "evaluator": {"arch", "compile_workers", "deadline_s"}}. It never holds a key or the run secret.
+//  "evaluator": {"arch", "compile_workers", "deadline_s", "gpus"}}. It never holds a key or the run
+// secret.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,7 @@
 #include "archive/knowledge_base.hpp"
 #include "evaluator/evaluator.hpp"
 #include "search/search.hpp"
+#include "util/mpi_world.hpp"
 
 namespace kforge {
 
@@ -40,6 +42,7 @@ struct SessionOptions {
     std::string prompts_dir;
     std::optional<double> timeout_s, connect_timeout_s, retry_backoff_s;
     std::optional<int> retries;
+    std::string gpus;              // --gpus: all, N or indices ("" keeps the stored one)
 };
 
 // Registers the SessionOptions flags on `cmd`; `resume` changes the budget help texts ("+N").
@@ -75,6 +78,28 @@ void apply_session_options(const SessionOptions& options, const BudgetBase& base
 // "90m", "2h", "1h30m", "45s", "3600" -> seconds. Throws Error(usage).
 double parse_duration(const std::string& text);
 
+// Under an MPI launcher (util/mpi_world.hpp), joins the MPI world; null on a plain run, which never
+// touches MPI. Throws Error(runtime) when the launch cannot work (kforge built without MPI, a
+// launcher that gives every task a world of its own). Rank 0 warns when a dead rank would end the
+// whole job (Open MPI's mpirun without --enable-recovery).
+std::unique_ptr<MpiWorld> join_mpi_launch();
+
+// Rank 0's hold on the MPI world for one command: whatever way the command ends, the evaluation
+// services hear that the session is over, then MPI is finalized. Declare it before the Session,
+// whose evaluator talks to the services until it is destroyed.
+class MpiController
+{
+public:
+    explicit MpiController(std::unique_ptr<MpiWorld> world);
+    ~MpiController();
+    MpiController(const MpiController&) = delete;
+    MpiController& operator=(const MpiController&) = delete;
+    MpiWorld* world() const { return m_world.get(); }
+
+private:
+    std::unique_ptr<MpiWorld> m_world;
+};
+
 // Everything one session of a run works with; owns what SearchServices refers to.
 class Session
 {
@@ -83,8 +108,9 @@ public:
     // base. Starts nothing on the GPU.
     Session(const Task& task, const RunConfig& config);
     ~Session();
-    // Starts the GPU evaluator (throws Error(runtime) "no NVIDIA driver/GPU found" without one).
-    void start_evaluator(const RunConfig& config, uint64_t run_secret);
+    // Starts the GPU evaluator (throws Error(runtime) "no NVIDIA driver/GPU found" without one);
+    // with `mpi`, over the GPUs of every rank.
+    void start_evaluator(const RunConfig& config, uint64_t run_secret, MpiWorld* mpi = nullptr);
     SearchServices services();
     CandidateEvaluator& evaluator() { return *m_evaluator; }
     std::string proposer_label() const { return m_proposer_label; }

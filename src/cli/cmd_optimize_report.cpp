@@ -74,6 +74,15 @@ std::string render_summary(const Json& s)
                         llm["cost_usd"].get<double>(),
                         llm["calls_without_price"].get<int64_t>() > 0 ? " (some calls have no price)" : "",
                         100 * s["gpu_busy"].get<double>(), format_elapsed(s["elapsed_s"].get<double>()));
+    if (s["gpus"].size() > 1)
+        for (const auto& gpu : s["gpus"])
+            text += fmt::format("  {:<10} {:3.0f}% busy, {} candidate{}, {} evaluation{}{}{}  {} on {}\n",
+                                gpu["label"].get<std::string>(), 100 * gpu["busy"].get<double>(),
+                                gpu["candidates"].get<int64_t>(), gpu["candidates"].get<int64_t>() == 1 ? "" : "s",
+                                gpu["evaluations"].get<int64_t>(), gpu["evaluations"].get<int64_t>() == 1 ? "" : "s",
+                                gpu["restarts"].get<int>() > 0 ? fmt::format(", {} worker restarts", gpu["restarts"].get<int>()) : "",
+                                gpu["lost"].get<bool>() ? ", LOST" : "", gpu["name"].get<std::string>(),
+                                gpu["host"].get<std::string>());
     text += fmt::format("archive: {}\n", s["archive"].get<std::string>());
     const Json& commands = s["commands"];
     if (!s["best"].is_null())

@@ -297,6 +297,7 @@ std::string render_report_html(const ReportData& data, const std::string& title)
     page += section("top", "Top candidates", render_top_table(data)) + "\n";
     page += section("verdicts", "Verdicts", render_verdicts(data)) + "\n";
     page += section("costs", "LLM costs and tokens by model", render_costs(data)) + "\n";
+    page += section("gpus", "GPUs", render_gpus(data)) + "\n";
     page += section("run", "Run", run_facts(data.inspect)) + "\n";
     page += section("source", "Best kernel", best_kernel(data)) + "\n";
     page += fmt::format(R"(<footer class="muted">Written by <code>kforge report</code> (kforge {}) on {} from )"

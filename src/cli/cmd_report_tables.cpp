@@ -1,6 +1,6 @@
 // The tables of the HTML report: the best candidate per shape against every baseline, its lineage,
-// the top candidates, and LLM usage per model. Each reads the gathered ReportData only; every cell
-// is escaped where it becomes markup.
+// the top candidates, LLM usage per model, and the GPUs. Each reads the gathered ReportData only;
+// every cell is escaped where it becomes markup.
 #include <algorithm>
 #include <map>
 
@@ -8,6 +8,7 @@
 
 #include "cli/inspect_report.hpp"
 #include "cli/report_page.hpp"
+#include "search/progress.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
@@ -268,6 +269,38 @@ std::string render_costs(const ReportData& data)
     if (rows.size() > 1)
         rows.push_back(usage_row(data.inspect["budget"]["llm"], "<b>all</b>", ""));
     return html_table(columns, rows, "data");
+}
+
+std::string render_gpus(const ReportData& data)
+{
+    const Json& section = data.inspect["gpus"];
+    if (section["gpus"].empty())
+        return R"(<p class="empty-note">Not recorded: the archive was written before kforge recorded which GPU )"
+               R"(measured what.</p>)";
+    std::vector<TextTable::Column> columns{{"GPU"},
+                                           {"host"},
+                                           {"model"},
+                                           {"candidates", Align::right},
+                                           {"evaluations", Align::right},
+                                           {"busy", Align::right},
+                                           {"busy share", Align::right},
+                                           {"worker restarts", Align::right},
+                                           {"sessions", Align::right},
+                                           {"state"}};
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& gpu : section["gpus"])
+        rows.push_back({html_escape(gpu["label"].get<std::string>()), html_escape(gpu["host"].get<std::string>()),
+                        html_escape(gpu["name"].get<std::string>()), group_digits(gpu["candidates"].get<int64_t>()),
+                        group_digits(gpu["evaluations"].get<int64_t>()), format_elapsed(gpu["busy_s"].get<double>()),
+                        percent(gpu["busy"].get<double>()), std::to_string(gpu["restarts"].get<int>()),
+                        std::to_string(gpu["sessions"].get<int>()), gpu["lost"].get<bool>() ? "lost" : "served"});
+    return html_table(columns, rows, "data") +
+           fmt::format(R"(<p class="caption">{} candidates measured on a GPU and {} that no GPU ran (no code, plan or )"
+                       R"(compile errors) make the archive's {}; busy time sums every session.</p>)",
+                       group_digits(section["candidates_measured"].get<int64_t>()),
+                       group_digits(section["candidates_without_gpu"].get<int64_t>()),
+                       group_digits(section["candidates_measured"].get<int64_t>() +
+                                    section["candidates_without_gpu"].get<int64_t>()));
 }
 
 } // namespace kforge

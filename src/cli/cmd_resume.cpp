@@ -13,6 +13,7 @@
 #include "archive/run_task.hpp"
 #include "cli/app.hpp"
 #include "cli/cmd_optimize_common.hpp"
+#include "evaluator/gpu_remote.hpp"
 #include "search/loop_state.hpp"
 #include "search/run_record.hpp"
 #include "util/error.hpp"
@@ -43,6 +44,10 @@ void check_budget_left(const RunConfig& config, const LoopState& state, const Bu
 
 int run_resume(const ResumeOptions& options)
 {
+    std::unique_ptr<MpiWorld> mpi = join_mpi_launch(); // null on a plain run
+    if (mpi && mpi->rank() != 0)
+        return serve_gpus(*mpi, ""); // the services need neither the archive nor the task
+    MpiController controller(std::move(mpi));
     std::string label = options.archive_path;
     Archive archive = Archive::open(options.archive_path, OpenMode::write);
     RunInfo run = archive.run_info();
@@ -65,7 +70,7 @@ int run_resume(const ResumeOptions& options)
     Session session(task, config);
     log_info("kforge resume {}: task {}, {} candidates recorded, budget {}, proposer: {}", label, run.task_name,
              state.recorded_candidates, config.search.budgets.candidates, session.proposer_label());
-    session.start_evaluator(config, stored_run_secret(archive));
+    session.start_evaluator(config, stored_run_secret(archive), controller.world());
     run.config = config.to_json();
     record_environment(run, session.evaluator().environment());
     archive.update_run(run);

@@ -45,5 +45,10 @@ Json grid_section(const Archive& archive);
 int run_island_count(const Json& run_config, const std::vector<Elite>& elites);
 // Each island's grid as a text heatmap.
 std::string render_grid_text(const Json& grid);
+// The GPUs that measured the run (cmd_inspect_gpus.cpp): {"gpus": [{label, host, rank,
+// device_index, uuid, name, candidates, evaluations, busy_s, wall_s, busy, restarts, sessions,
+// lost}], "candidates_measured", "candidates_without_gpu"}, and its text view.
+Json gpus_section(const Archive& archive);
+std::string render_gpus_text(const Json& section);
 
 } // namespace kforge

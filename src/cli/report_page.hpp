@@ -60,6 +60,8 @@ std::string render_lineage(const ReportData& data);
 std::string render_top_table(const ReportData& data);
 // LLM calls, tokens and dollars per provider and model, with a total row.
 std::string render_costs(const ReportData& data);
+// Per GPU: candidates measured, evaluations, busy time and share, restarts, lost or not.
+std::string render_gpus(const ReportData& data);
 
 // --- formatting and markup helpers (cmd_report_svg.cpp, html_table in cmd_report_tables.cpp) ---
 

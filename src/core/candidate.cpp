@@ -1,7 +1,10 @@
-// Origin names.
+// Origin names and the GpuIdentity codec.
 #include "core/candidate.hpp"
 
 #include <array>
+#include <tuple>
+
+#include <fmt/format.h>
 
 namespace kforge {
 namespace {
@@ -16,6 +19,32 @@ std::optional<Origin> parse_origin(std::string_view name)
         if (k_origins[i] == name)
             return static_cast<Origin>(i);
     return std::nullopt;
+}
+
+std::string GpuIdentity::label() const
+{
+    return rank == 0 ? fmt::format("gpu{}", device_index) : fmt::format("r{}/gpu{}", rank, device_index);
+}
+
+Json GpuIdentity::to_json() const
+{
+    return Json{{"host", host}, {"rank", rank}, {"device_index", device_index}, {"uuid", uuid}, {"name", name}};
+}
+
+GpuIdentity GpuIdentity::from_json(const Json& json)
+{
+    GpuIdentity gpu;
+    gpu.host = json.value("host", "");
+    gpu.rank = json.value("rank", 0);
+    gpu.device_index = json.value("device_index", 0);
+    gpu.uuid = json.value("uuid", "");
+    gpu.name = json.value("name", "");
+    return gpu;
+}
+
+bool GpuIdentity::operator==(const GpuIdentity& other) const
+{
+    return std::tie(host, rank, device_index, uuid) == std::tie(other.host, other.rank, other.device_index, other.uuid);
 }
 
 } // namespace kforge

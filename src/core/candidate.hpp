@@ -36,6 +36,23 @@ struct Measurement {
     double roofline_ns = 0;    // the floor time on this device (0 when unknown)
 };
 
+// The GPU that measured something: the host, the MPI rank that drove it (0 on one host), its index
+// among the host's visible devices (what --gpus names) and the driver's UUID and name. Two GPUs are
+// the same GPU when all of host, rank, index and UUID agree (two ranks may share one device).
+struct GpuIdentity {
+    std::string host;
+    int rank = 0;
+    int device_index = 0;
+    std::string uuid;          // "GPU-8c1f...", as CUDA_VISIBLE_DEVICES accepts it
+    std::string name;          // "NVIDIA H100 80GB HBM3"
+
+    // "gpu1" on rank 0, "r2/gpu1" on another rank: short enough for a progress line.
+    std::string label() const;
+    Json to_json() const;
+    static GpuIdentity from_json(const Json& json);
+    bool operator==(const GpuIdentity& other) const;
+};
+
 // What the evaluator found out about one candidate.
 struct Evaluation {
     Verdict verdict;
@@ -46,6 +63,9 @@ struct Evaluation {
     Json metrics = Json::object();     // CUPTI profile + compile report (registers, spills, ...)
     Json compile_info = Json::object(); // per param point: time, log excerpt, cache hit
     double eval_seconds = 0;
+    // The GPU whose numbers these are (the final timing's, when a confirmation ran elsewhere);
+    // nullopt when no GPU ran the candidate (no code, plan or compile errors).
+    std::optional<GpuIdentity> gpu;
 };
 
 // How a candidate came to be.

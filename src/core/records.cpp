@@ -1,4 +1,4 @@
-// Names of record enums.
+// Names of record enums, and GpuUsage as JSON.
 #include "core/records.hpp"
 
 namespace kforge {
@@ -12,6 +12,19 @@ std::string_view call_purpose_name(CallPurpose purpose)
     case CallPurpose::analyst: return "analyst";
     }
     return "propose";
+}
+
+Json GpuUsage::to_json() const
+{
+    Json json = gpu.to_json();
+    json["label"] = gpu.label();
+    json["busy_s"] = busy_s;
+    json["wall_s"] = wall_s;
+    json["busy"] = wall_s > 0 ? busy_s / wall_s : 0.0;
+    json["evaluations"] = evaluations;
+    json["restarts"] = restarts;
+    json["lost"] = lost;
+    return json;
 }
 
 } // namespace kforge

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/candidate.hpp"
 #include "util/json_reader.hpp"
 
 namespace kforge {
@@ -75,6 +76,21 @@ struct MetaPrompt {
     int improvements = 0;          // of which improved their island's best
     bool active = true;            // replaced ones stay for the record
     double created_at = 0;
+};
+
+// One GPU's share of one session of a run. Busy time counts the requests in flight to its worker
+// (verifying, timing, profiling), from the controller's side; wall time runs from when the GPU
+// joined the session (after its baselines were timed) to now or to when it was lost.
+struct GpuUsage {
+    GpuIdentity gpu;
+    double busy_s = 0;
+    double wall_s = 0;
+    int64_t evaluations = 0;       // jobs it finished: screens, confirmations, held-out checks
+    int restarts = 0;              // worker processes replaced after a fault, a hang or a crash
+    bool lost = false;             // stopped serving (its rank died, its worker would not start)
+
+    // The identity's fields, "label", these fields, and "busy" (busy_s / wall_s, 0 without wall).
+    Json to_json() const;
 };
 
 // The occupant of one MAP-Elites cell.

@@ -177,6 +177,16 @@ Task load_task(const std::filesystem::path& spec_path);
 Task parse_task(const std::string& spec_text, const std::string& file_label,
                 const std::filesystem::path& base_dir);
 
+// The kernel files of `task` (reference and seeds) keyed by their path relative to the spec's
+// folder: with the spec text, everything needed to load the task elsewhere (a run archive, an
+// evaluation service on another host).
+Json snapshot_task_files(const Task& task);
+// Writes a snapshot into `folder` (which must exist): the files at their relative paths and the
+// spec as task-spec.json, whose path it returns for load_task(). Throws Error(bad_input) naming
+// `label` when a file is not text or its path leaves the folder (absolute or "..").
+std::filesystem::path write_task_snapshot(const std::string& spec_text, const Json& files,
+                                          const std::filesystem::path& folder, const std::string& label);
+
 // Checks one shape against symbol bounds and constraints (and CSR generators' requirements);
 // returns "" or the problem.
 std::string check_shape(const Task& task, const Shape& shape);

@@ -57,7 +57,16 @@ std::string render_progress_line(const ProgressSnapshot& s)
     parts.push_back(s.best ? fmt::format("best {:.3f}x", *s.best) : std::string("best -"));
     parts.push_back(fmt::format("${:.2f}", s.cost_usd));
     parts.push_back(format_elapsed(s.elapsed_s) + (s.eta_s ? " ETA " + format_elapsed(*s.eta_s) : ""));
-    parts.push_back(fmt::format("GPU {:.0f}%", 100 * s.gpu_busy));
+    std::string gpu = fmt::format("GPU {:.0f}%", 100 * s.gpu_busy);
+    if (!s.gpus.empty()) {
+        std::vector<std::string> each;
+        for (const auto& share : s.gpus)
+            each.push_back(fmt::format("{} {}{:.0f}%/{}", share.usage.gpu.label(), share.usage.lost ? "lost " : "",
+                                       share.usage.wall_s > 0 ? 100 * share.usage.busy_s / share.usage.wall_s : 0.0,
+                                       share.candidates));
+        gpu = fmt::format("{} GPUs {:.0f}% [{}]", s.gpus.size(), 100 * s.gpu_busy, join(each, " "));
+    }
+    parts.push_back(gpu);
     return "kforge: " + join(parts, " | ");
 }
 

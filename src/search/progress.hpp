@@ -1,8 +1,8 @@
 // Progress of a long search on stderr (DESIGN.md §1).
 //
 // On a terminal: one live line at the bottom (candidates done of the budget and in flight, verdict
-// counts, best speedup, dollars spent, elapsed time, ETA, how busy the GPU is), redrawn at most four
-// times a second and kept below log lines (util/log's status line); new bests and other events
+// counts, best speedup, dollars spent, elapsed time, ETA, how busy the GPU is — with several GPUs,
+// each one's busy share and candidates), redrawn at most four times a second and kept below log lines (util/log's status line); new bests and other events
 // still get their own lines above it. Elsewhere (a pipe, a file, CI): one `[k/N]` line per recorded
 // candidate. Quiet mode prints neither.
 #pragma once
@@ -14,10 +14,17 @@
 #include <string>
 #include <string_view>
 
+#include "core/records.hpp"
 #include "core/verdict.hpp"
 #include "search/search_config.hpp"
 
 namespace kforge {
+
+// One GPU of the session: its usage, and the candidates recorded with its numbers this session.
+struct GpuShare {
+    GpuUsage usage;
+    int64_t candidates = 0;
+};
 
 struct ProgressSnapshot {
     int64_t done = 0;          // candidates recorded (what --budget counts, less those in flight)
@@ -30,6 +37,7 @@ struct ProgressSnapshot {
     double elapsed_s = 0;      // this session
     std::optional<double> eta_s;
     double gpu_busy = 0;       // share of this session's wall time
+    std::vector<GpuShare> gpus; // per GPU, when the session has more than one
 };
 
 class ProgressReporter

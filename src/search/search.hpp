@@ -48,6 +48,7 @@
 #include "core/task.hpp"
 #include "evaluator/evaluator.hpp"
 #include "search/budget.hpp"
+#include "search/progress.hpp"
 #include "search/search_config.hpp"
 
 namespace kforge {
@@ -84,7 +85,8 @@ struct SearchOutcome {
     std::optional<double> best_fitness;
     std::string best_held_out;   // "passed", "failed" or "" (not checked)
     double seconds = 0;
-    double gpu_busy = 0;         // share of this session's wall time the GPU worked
+    double gpu_busy = 0;         // share of this session's GPU wall time the GPUs worked
+    std::vector<GpuShare> gpus;  // per GPU of this session
     double cost_usd = 0;         // model calls of the whole run
     int64_t calls = 0;
 };

@@ -6,6 +6,7 @@
 // Nothing here is secret.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,7 +53,11 @@ enum class ProgressMode {
 struct SearchConfig {
     int islands = 4;
     int parallel = 4;           // language-model calls in flight
-    int window = 0;             // items in flight (proposing or evaluating); 0: 2 * parallel + 2
+    // Items in flight (proposing or evaluating); 0: automatic, 2 * parallel + 2 and at least
+    // 2 * GPUs + 2, so that every GPU has work queued. The window shapes the run's choices (an
+    // item is chosen before the items ahead of it are recorded): the same seed, settings and
+    // window give the same records on any number of GPUs.
+    int window = 0;
     int generation_size = 4;    // candidates per island that make one generation
     int migrate_every = 2;      // generations between ring migrations
     int meta_every = 3;         // generations between meta-prompt rewrites (with a model)
@@ -67,7 +72,11 @@ struct SearchConfig {
     double interrupt_grace_s = 30; // after Ctrl-C, how long finished work may still be recorded
     ProgressMode progress = ProgressMode::automatic;
 
-    int effective_window() const { return window > 0 ? window : 2 * parallel + 2; }
+    // The window for a session over `gpus` GPUs.
+    int effective_window(size_t gpus = 1) const
+    {
+        return window > 0 ? window : std::max(2 * parallel + 2, 2 * static_cast<int>(gpus) + 2);
+    }
     // Throws Error(usage) for values that cannot work (no islands, a zero generation, ...).
     void validate() const;
     Json to_json() const;

@@ -43,6 +43,7 @@ SearchLoop::SearchLoop(Archive& archive, const Task& task, const SearchConfig& c
     : m_archive(archive), m_task(task), m_config(config), m_services(services), m_progress(config.progress)
 {
     m_config.validate();
+    m_config.window = m_config.effective_window(std::max<size_t>(1, m_services.evaluator.gpu_usage().size()));
     if (m_services.models && !m_services.library)
         fail_runtime("internal error: the search has models for lessons but no prompt library");
     m_pool = std::make_unique<WorkerPool>(m_config.parallel);
@@ -77,6 +78,8 @@ void SearchLoop::start()
     if (!m_baselines.empty())
         m_archive.insert_baselines(m_baselines);
     m_hardware = hardware_facts(m_services.evaluator.environment());
+    m_gpu_session = m_archive.next_gpu_session();
+    m_gpu_count = m_services.evaluator.gpu_usage().size();
     if (m_services.knowledge) {
         size_t imported = import_knowledge(m_archive, *m_services.knowledge, m_task, k_max_imported_lessons);
         if (imported > 0)
@@ -244,6 +247,7 @@ void SearchLoop::finish()
     }
     m_outcome.seconds = elapsed_s();
     m_outcome.gpu_busy = m_services.evaluator.gpu_busy_fraction();
+    m_outcome.gpus = gpu_shares();
     LlmUsage usage = m_archive.llm_usage_total();
     m_outcome.cost_usd = usage.cost_usd;
     m_outcome.calls = m_ledger.spent_calls();
@@ -293,6 +297,8 @@ ProgressSnapshot SearchLoop::snapshot() const
     s.cost_usd = m_ledger.spent_cost();
     s.elapsed_s = elapsed_s();
     s.gpu_busy = m_services.evaluator.gpu_busy_fraction();
+    if (m_gpu_count > 1)
+        s.gpus = gpu_shares();
     if (m_outcome.recorded > 0) {
         double per_candidate = s.elapsed_s / static_cast<double>(m_outcome.recorded);
         double eta = per_candidate * static_cast<double>(std::max<int64_t>(0, s.budget - s.done));
@@ -301,6 +307,16 @@ ProgressSnapshot SearchLoop::snapshot() const
         s.eta_s = eta;
     }
     return s;
+}
+
+std::vector<GpuShare> SearchLoop::gpu_shares() const
+{
+    std::vector<GpuShare> shares;
+    for (auto& usage : m_services.evaluator.gpu_usage()) {
+        auto counted = m_candidates_per_gpu.find(usage.gpu.label());
+        shares.push_back(GpuShare{usage, counted == m_candidates_per_gpu.end() ? 0 : counted->second});
+    }
+    return shares;
 }
 
 SearchOutcome run_search(Archive& archive, const Task& task, const SearchConfig& config, SearchServices& services)

@@ -75,6 +75,7 @@ private:
     void finish();
     void verify_final_best();
     ProgressSnapshot snapshot() const;
+    std::vector<GpuShare> gpu_shares() const;
     double elapsed_s() const;
 
     // --- search_schedule.cpp ---
@@ -141,6 +142,9 @@ private:
     StopReason m_stop = StopReason::none;
     SearchOutcome m_outcome;
     std::optional<Evaluation> m_final_check;  // the final held-out check of the best
+    int m_gpu_session = 1;                    // this session's number in the archive's GPU rows
+    size_t m_gpu_count = 0;                   // GPUs the evaluator started with
+    std::map<std::string, int64_t> m_candidates_per_gpu; // recorded this session, by GPU label
 };
 
 } // namespace kforge

@@ -138,7 +138,7 @@ void SearchLoop::take_evaluation(EvalResult result)
         // Start the confirmation early when it looks needed now; head_ready() decides for real.
         if (qualifies(*flight.screen) && would_be_elite(flight, *flight.screen->fitness) && !flight.confirm_submitted)
             submit(flight, EvalJobKind::confirm,
-                   EvalOptions{true, false, true, flight.screen->best_params, false});
+                   EvalOptions{true, false, true, flight.screen->best_params, false, flight.screen->gpu});
         return;
     case EvalJobKind::confirm: flight.confirm = std::move(result.evaluation); return;
     case EvalJobKind::held_out: flight.held_out = std::move(result.evaluation); return;
@@ -173,14 +173,16 @@ bool SearchLoop::head_ready(Flight& flight)
     flight.confirm_needed = true;
     if (!flight.confirm) {
         if (!flight.confirm_submitted)
-            submit(flight, EvalJobKind::confirm, EvalOptions{true, false, true, flight.screen->best_params, false});
+            submit(flight, EvalJobKind::confirm,
+                   EvalOptions{true, false, true, flight.screen->best_params, false, flight.screen->gpu});
         return false;
     }
     if (!qualifies(*flight.confirm) || *flight.confirm->fitness <= m_state.best_fitness)
         return true;
     if (!flight.held_out) {
         if (!flight.held_out_submitted)
-            submit(flight, EvalJobKind::held_out, EvalOptions{false, true, false, flight.confirm->best_params, false});
+            submit(flight, EvalJobKind::held_out,
+                   EvalOptions{false, true, false, flight.confirm->best_params, false, flight.confirm->gpu});
         return false;
     }
     return true;
@@ -257,6 +259,8 @@ std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
     }
     candidate.id = m_archive.insert_candidate(candidate);
     m_source_sizes[candidate.id] = candidate.source.size();
+    if (candidate.evaluation.gpu)
+        ++m_candidates_per_gpu[candidate.evaluation.gpu->label()];
     ++m_verdicts[candidate.evaluation.verdict.kind];
 
     Placement placement = place(candidate, item.island);
@@ -267,6 +271,8 @@ std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
                                    origin_name(candidate.origin), describe_verdict(candidate));
     if (!placement.islands.empty())
         line += placement.new_best ? " NEW BEST" : " elite";
+    if (candidate.evaluation.gpu && m_gpu_count > 1)
+        line += " on " + candidate.evaluation.gpu->label();
     m_progress.recorded(snapshot(), line + (candidate.note.empty() ? "" : " - " + candidate.note));
     if (placement.new_best)
         m_progress.event(fmt::format("new best #{}: {:.3f}x the reference ({})", candidate.id, m_state.best_fitness,
@@ -330,6 +336,8 @@ void SearchLoop::save_state()
     for (const auto& [seq, flight] : m_flights)
         m_state.pending.push_back(flight.item);
     m_archive.set_search_state(k_loop_state_key, m_state.to_json());
+    if (std::vector<GpuUsage> usage = m_services.evaluator.gpu_usage(); !usage.empty())
+        m_archive.record_gpu_usage(m_gpu_session, usage);
 }
 
 } // namespace kforge

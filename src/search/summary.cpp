@@ -78,6 +78,18 @@ Json best_section(const Archive& archive, const SearchOutcome& outcome)
                 {"shapes", shape_rows}};
 }
 
+// Per GPU of this session; a one-GPU session lists its one GPU too.
+Json gpus_section(const SearchOutcome& outcome)
+{
+    Json gpus = Json::array();
+    for (const auto& share : outcome.gpus) {
+        Json gpu = share.usage.to_json();
+        gpu["candidates"] = share.candidates;
+        gpus.push_back(gpu);
+    }
+    return gpus;
+}
+
 } // namespace
 
 Json build_run_summary(const Archive& archive, const SearchOutcome& outcome)
@@ -109,6 +121,7 @@ Json build_run_summary(const Archive& archive, const SearchOutcome& outcome)
                   {"calls_without_price", usage.calls_without_price}}},
                 {"elapsed_s", outcome.seconds},
                 {"gpu_busy", outcome.gpu_busy},
+                {"gpus", gpus_section(outcome)},
                 {"commands",
                  {{"export", fmt::format("kforge export {} --best -o {}_best.cu", path, run.task_name)},
                   {"inspect", fmt::format("kforge inspect {} --grid", path)},

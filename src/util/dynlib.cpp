@@ -5,10 +5,11 @@
 
 namespace kforge {
 
-DynamicLibrary::DynamicLibrary(std::initializer_list<const char*> names)
+DynamicLibrary::DynamicLibrary(std::initializer_list<const char*> names, Scope scope)
 {
+    int flags = RTLD_NOW | (scope == Scope::local ? RTLD_LOCAL : RTLD_GLOBAL | RTLD_NODELETE);
     for (const char* name : names) {
-        m_handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        m_handle = ::dlopen(name, flags);
         if (m_handle)
             return;
         const char* why = ::dlerror();

@@ -9,8 +9,14 @@ namespace kforge {
 class DynamicLibrary
 {
 public:
+    enum class Scope
+    {
+        local,          // its symbols serve only lookups through this handle
+        global_resident // its symbols (and its dependencies') resolve later dlopen()ed code, and it
+                        // stays loaded for good (an MPI library, whose plugins need its symbols)
+    };
     // Tries each name in turn; on failure `loaded()` is false and `error()` says why.
-    explicit DynamicLibrary(std::initializer_list<const char*> names);
+    explicit DynamicLibrary(std::initializer_list<const char*> names, Scope scope = Scope::local);
     ~DynamicLibrary();
     DynamicLibrary(const DynamicLibrary&) = delete;
     DynamicLibrary& operator=(const DynamicLibrary&) = delete;

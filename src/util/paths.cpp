@@ -1,7 +1,9 @@
-// XDG lookups with sane fallbacks.
+// XDG lookups with sane fallbacks, and private temporary folders.
 #include "util/paths.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "util/error.hpp"
 #include "util/subprocess.hpp"
@@ -44,6 +46,22 @@ std::filesystem::path resource_dir()
     if (!source.empty() && std::filesystem::exists(source / "prompts"))
         return source;
     return std::filesystem::path(self_executable()).parent_path().parent_path();
+}
+
+ScratchFolder::ScratchFolder()
+{
+    namespace fs = std::filesystem;
+    std::string pattern = (fs::temp_directory_path() / "kforge-task-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+        fail_runtime("cannot create a temporary folder in {}: {}", fs::temp_directory_path().string(),
+                     std::strerror(errno));
+    m_path = pattern;
+}
+
+ScratchFolder::~ScratchFolder()
+{
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
 }
 
 } // namespace kforge

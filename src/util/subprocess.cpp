@@ -120,6 +120,14 @@ std::string self_executable()
     return std::string(buffer, static_cast<size_t>(n));
 }
 
+std::string host_name()
+{
+    char buffer[256] = {};
+    if (::gethostname(buffer, sizeof buffer - 1) != 0 || buffer[0] == '\0')
+        return "localhost";
+    return buffer;
+}
+
 Subprocess Subprocess::spawn(const SpawnSpec& spec)
 {
     int request[2];

@@ -94,4 +94,7 @@ ReceiveStatus read_frame(int fd, std::string& frame, std::optional<std::chrono::
 // The absolute path of the running executable (/proc/self/exe).
 std::string self_executable();
 
+// This machine's host name ("localhost" when it cannot be read).
+std::string host_name();
+
 } // namespace kforge

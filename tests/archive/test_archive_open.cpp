@@ -3,6 +3,8 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "archive/archive.hpp"
 #include "archive/sample_run.hpp"
 #include "archive/sqlite.hpp"
@@ -25,11 +27,16 @@ std::string open_error(const std::filesystem::path& path, OpenMode mode,
     return "";
 }
 
-// The real schema plus a hypothetical version 2 that a later kforge might ship.
-std::vector<Migration> migrations_with_v2()
+// The schema version of this kforge, and the one after it.
+const int k_now = schema_migrations().back().version;
+const int k_next = k_now + 1;
+
+// The real schema plus a hypothetical next version that a later kforge might ship (one readers
+// need applied: not additive).
+std::vector<Migration> migrations_with_next()
 {
     auto steps = schema_migrations();
-    steps.push_back({2, "test: candidates get a review flag",
+    steps.push_back({k_next, "test: candidates get a review flag",
                      "ALTER TABLE candidate ADD COLUMN reviewed INTEGER NOT NULL DEFAULT 0;"
                      "CREATE TABLE review (candidate_id INTEGER NOT NULL REFERENCES candidate(id), "
                      "text TEXT);"});
@@ -148,12 +155,12 @@ TEST_CASE("opening an older archive for writing applies the new migration and ke
     CHECK_FALSE(has_column(path, "candidate", "reviewed"));
 
     // A reader of the newer kforge cannot upgrade the file and says how to.
-    CHECK_THAT(open_error(path, OpenMode::read_only, migrations_with_v2()),
-               Catch::Contains("schema version 1, older than this kforge's 2") &&
+    CHECK_THAT(open_error(path, OpenMode::read_only, migrations_with_next()),
+               Catch::Contains(fmt::format("schema version {}, older than this kforge's {}", k_now, k_next)) &&
                    Catch::Contains("kforge resume"));
     {
-        Archive upgraded = Archive::open(path, OpenMode::write, migrations_with_v2());
-        CHECK(upgraded.schema_version() == 2);
+        Archive upgraded = Archive::open(path, OpenMode::write, migrations_with_next());
+        CHECK(upgraded.schema_version() == k_next);
         CHECK(upgraded.candidate_count() == 7);
         CHECK(upgraded.best_candidate()->id == ids.best);
         CHECK(upgraded.integrity_check() == "ok");
@@ -161,8 +168,8 @@ TEST_CASE("opening an older archive for writing applies the new migration and ke
     CHECK(has_column(path, "candidate", "reviewed"));
     CHECK(has_column(path, "review", "text"));
     // Reopening does not apply the step twice.
-    CHECK(Archive::open(path, OpenMode::write, migrations_with_v2()).schema_version() == 2);
-    CHECK(Archive::open(path, OpenMode::read_only, migrations_with_v2()).candidate_count() == 7);
+    CHECK(Archive::open(path, OpenMode::write, migrations_with_next()).schema_version() == k_next);
+    CHECK(Archive::open(path, OpenMode::read_only, migrations_with_next()).candidate_count() == 7);
 }
 
 TEST_CASE("an archive newer than this kforge is refused with both versions named", "[archive]")
@@ -170,12 +177,12 @@ TEST_CASE("an archive newer than this kforge is refused with both versions named
     TempDir dir;
     auto path = dir / "run.kforge";
     build_sample_archive(path);
-    Archive::open(path, OpenMode::write, migrations_with_v2());
+    Archive::open(path, OpenMode::write, migrations_with_next());
     for (auto mode : {OpenMode::read_only, OpenMode::write})
         CHECK_THAT(
             open_error(path, mode),
-            Catch::Contains(
-                "run.kforge: the archive has schema version 2, newer than this kforge knows (1)") &&
+            Catch::Contains(fmt::format(
+                "run.kforge: the archive has schema version {}, newer than this kforge knows ({})", k_next, k_now)) &&
                 Catch::Contains("written by kforge 0.1.0"));
 }
 
@@ -185,15 +192,15 @@ TEST_CASE("a migration that fails leaves the archive at the previous version", "
     auto path = dir / "run.kforge";
     build_sample_archive(path);
     auto steps = schema_migrations();
-    steps.push_back({2, "test: a broken step",
+    steps.push_back({k_next, "test: a broken step",
                      "ALTER TABLE candidate ADD COLUMN ok INTEGER; ALTER TABLE nowhere ADD x;"});
     CHECK_THAT(
         open_error(path, OpenMode::write, steps),
-        Catch::Contains("upgrading the archive to schema version 2 (test: a broken step) failed") &&
+        Catch::Contains(fmt::format("upgrading the archive to schema version {} (test: a broken step) failed", k_next)) &&
             Catch::Contains("no such table: nowhere"));
     CHECK_FALSE(has_column(path, "candidate", "ok"));
     Archive archive = Archive::open(path, OpenMode::write);
-    CHECK(archive.schema_version() == 1);
+    CHECK(archive.schema_version() == k_now);
     CHECK(archive.integrity_check() == "ok");
 }
 
@@ -204,9 +211,9 @@ TEST_CASE("a migration list with a gap is a bug and is refused before touching t
     auto path = dir / "run.kforge";
     build_sample_archive(path);
     auto steps = schema_migrations();
-    steps.push_back({3, "skips 2", "SELECT 1"});
+    steps.push_back({k_next + 1, "skips a version", "SELECT 1"});
     CHECK_THAT(open_error(path, OpenMode::write, steps),
-               Catch::Contains("has version 3, expected 2"));
+               Catch::Contains(fmt::format("has version {}, expected {}", k_next + 1, k_next)));
 }
 
 } // namespace kforge::test

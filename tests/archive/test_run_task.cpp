@@ -30,7 +30,7 @@ TEST_CASE("a snapshot that escapes its folder or lacks a file is refused naming 
     CHECK_THROWS_WITH(
         load_run_task(escaping, "run.kforge"),
         Catch::Contains(
-            "run.kforge: task file '../outside.cu' in the run's snapshot leaves its folder"));
+            "run.kforge: the run's task snapshot: task file '../outside.cu' leaves its folder"));
 
     RunInfo missing = run;
     missing.task_files = Json::object();

@@ -1,0 +1,208 @@
+// One GPU of a session: starting it, its baselines, and running one variant on it; see
+// gpu_slot.hpp. The evaluation of a whole candidate on the slot is in gpu_slot_evaluate.cpp.
+#include "evaluator/gpu_slot.hpp"
+
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "evaluator/worker_protocol.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+
+namespace kforge {
+namespace {
+
+constexpr int k_start_attempts = 3; // a worker that cannot be started this often in a row: the GPU is gone
+
+std::string failure_of(const WorkerReply& reply)
+{
+    if (reply.failure != WorkerFailure::none)
+        return reply.failure_message;
+    return reply.body.value("ok", false) ? std::string() : reply.body.value("error", std::string("unknown error"));
+}
+
+} // namespace
+
+GpuSlot::GpuSlot(const Task& task, const EvaluatorConfig& config, GpuIdentity identity, std::unique_ptr<GpuLink> link)
+    : m_task(task), m_config(config), m_identity(std::move(identity)), m_link(std::move(link))
+{
+}
+
+void GpuSlot::start(const Json& setup)
+{
+    WorkerReply device = send(Json{{"op", "device"}}, std::chrono::seconds(60));
+    if (device.failure != WorkerFailure::none)
+        fail_runtime("the GPU worker for {} could not start: {}", m_identity.label(), device.failure_message);
+    if (!device.body.value("ok", false))
+        fail_runtime("{}", device.body.value("error", "no NVIDIA driver/GPU found"));
+    m_facts = DeviceFacts::from_json(device.body.at("device"));
+    m_arch = m_config.arch.empty() ? m_facts.arch() : m_config.arch;
+    if (std::string problem = m_link->set_setup(setup, std::chrono::minutes(10)); !problem.empty())
+        fail_runtime("the GPU worker for {} could not set up task '{}': {}", m_identity.label(), m_task.name, problem);
+    time_baselines();
+    m_joined = EvalClock::now(); // busy and wall time count from here: starting is not evaluating
+    m_busy_ns = 0;
+}
+
+// Baselines are timed once, to the confirmation standard, before any candidate: the reference and
+// the task's vendor routines interleaved. Should that fail because of a vendor routine (it faulted
+// and took the worker with it), the reference is timed again alone and the routines are reported
+// unavailable with the failure.
+void GpuSlot::time_baselines()
+{
+    auto request = [&](bool vendor) {
+        return send(Json{{"op", "time_reference"}, {"level", "confirm"}, {"deadline_ms", 60000}, {"vendor", vendor}},
+                    std::chrono::minutes(10));
+    };
+    bool vendor = m_config.time_vendor_baselines && !m_task.vendor_baselines.empty();
+    WorkerReply reply = request(vendor);
+    std::string failure = failure_of(reply);
+    std::string vendor_failure;
+    if (!failure.empty() && vendor) {
+        log_warn("timing the vendor baselines of '{}' on {} failed ({}); timing the reference alone", m_task.name,
+                 m_identity.label(), failure);
+        vendor_failure = failure;
+        reply = request(false);
+        failure = failure_of(reply);
+    }
+    if (!failure.empty())
+        fail_runtime("timing the reference of '{}' on {} failed: {}", m_task.name, m_identity.label(), failure);
+    for (const auto& m : reply.body.at("measurements"))
+        m_baselines.push_back(measurement_from_json(m));
+    m_vendor_library = reply.body.value("vendor_library", Json::object());
+    for (const auto& status : reply.body.value("vendor", Json::array()))
+        m_vendor.push_back(vendor_status_from_json(status));
+    for (auto& status : m_vendor) {
+        if (!vendor_failure.empty())
+            status.reason = "timing the vendor baselines failed: " + vendor_failure;
+        else if (!m_config.time_vendor_baselines)
+            status.reason = "vendor baselines are switched off for this run";
+    }
+}
+
+// What a candidate's speedup is measured against: the first vendor routine that was timed, else
+// the reference (the fallback when the library is missing or disagreed).
+Json GpuSlot::baseline_summary(const Evaluation& evaluation) const
+{
+    Json unavailable = Json::array();
+    for (const auto& status : m_vendor) {
+        if (!status.timed) {
+            unavailable.push_back(vendor_status_to_json(status));
+            continue;
+        }
+        double speedup = geomean_speedup(evaluation.measurements, m_baselines, status.routine);
+        if (speedup > 0)
+            return Json{{"subject", status.routine}, {"library", status.library}, {"speedup", speedup},
+                        {"unavailable", unavailable}};
+    }
+    return Json{{"subject", "reference"}, {"library", ""}, {"speedup", evaluation.fitness.value_or(0.0)},
+                {"unavailable", unavailable}};
+}
+
+WorkerReply GpuSlot::send(const Json& request, std::chrono::milliseconds deadline)
+{
+    auto begin = EvalClock::now();
+    WorkerReply reply = m_link->request(request, deadline);
+    m_busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(EvalClock::now() - begin).count();
+    m_restarts = m_link->restarts();
+    return reply;
+}
+
+// One run_variant request, with the line's failures handled: a worker that cannot be started is
+// tried again (k_start_attempts in all, a second apart), a crash is run again once on a fresh
+// worker, a lost line ends the slot.
+WorkerReply GpuSlot::request_variant(const Json& request)
+{
+    // A backstop only: the worker enforces the per-run deadline itself and answers in time.
+    auto deadline = std::chrono::milliseconds(60000) + 10 * m_config.launch_deadline;
+    bool retried_crash = false;
+    for (int start_failures = 0;;) {
+        WorkerReply reply = send(request, deadline);
+        switch (reply.failure) {
+        case WorkerFailure::lost:
+            throw GpuLostError(fmt::format("{} is lost: {}", m_identity.label(), reply.failure_message));
+        case WorkerFailure::not_started:
+            if (++start_failures >= k_start_attempts)
+                throw GpuLostError(fmt::format("the GPU worker for {} could not be started {} times in a row: {}",
+                                               m_identity.label(), k_start_attempts, reply.failure_message));
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+            continue;
+        case WorkerFailure::crashed:
+            if (retried_crash)
+                return reply;
+            retried_crash = true;
+            log_warn("the GPU worker for {} died under a candidate ({}); running it once more on a fresh worker",
+                     m_identity.label(), reply.failure_message);
+            continue;
+        default: return reply;
+        }
+    }
+}
+
+GpuSlot::VariantResult GpuSlot::run_variant(const Variant& variant, const Plan& plan, bool verify_tests,
+                                            const std::string& timing, bool held_out, bool profile)
+{
+    VariantResult result;
+    result.params = variant.params;
+    Json params = Json::object();
+    for (const auto& [name, value] : variant.params)
+        params[name] = value;
+    Json request{{"op", "run_variant"},
+                 {"cubin", Json::binary(std::vector<std::uint8_t>(variant.compiled.cubin.begin(), variant.compiled.cubin.end()))},
+                 {"plan", plan.json},
+                 {"params", params},
+                 {"verify_tests", verify_tests},
+                 {"verify_held_out", held_out},
+                 {"timing", timing},
+                 {"profile", profile},
+                 {"deadline_ms", m_config.launch_deadline.count()}};
+    WorkerReply reply = request_variant(request);
+    if (reply.failure == WorkerFailure::crashed) {
+        result.verdict = Verdict{VerdictKind::runtime_error,
+                                 fmt::format("the GPU worker crashed while running this candidate, twice: {}",
+                                             reply.failure_message)};
+        return result;
+    }
+    if (reply.failure == WorkerFailure::timed_out) {
+        result.verdict = Verdict{VerdictKind::timeout, reply.failure_message};
+        return result;
+    }
+    if (!reply.body.value("ok", false)) {
+        result.verdict = Verdict{VerdictKind::runtime_error, reply.body.value("error", "the GPU worker failed")};
+        return result;
+    }
+    const Json& verdict = reply.body.at("verdict");
+    result.verdict.kind = parse_verdict(verdict.value("kind", "runtime_error")).value_or(VerdictKind::runtime_error);
+    result.verdict.message = verdict.value("message", "");
+    for (const auto& m : reply.body.value("measurements", Json::array()))
+        result.measurements.push_back(measurement_from_json(m));
+    result.resources = reply.body.value("resources", Json::object());
+    result.notes = reply.body.value("notes", Json::object());
+    result.profile = reply.body.value("profile", Json::object());
+    return result;
+}
+
+int64_t GpuSlot::since_start_ns() const
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(EvalClock::now() - m_joined).count();
+}
+
+GpuUsage GpuSlot::usage() const
+{
+    GpuUsage usage;
+    usage.gpu = m_identity;
+    usage.busy_s = static_cast<double>(m_busy_ns.load()) * 1e-9;
+    usage.lost = m_lost.load();
+    usage.wall_s = static_cast<double>(usage.lost ? m_lost_at_ns.load() : since_start_ns()) * 1e-9;
+    usage.evaluations = m_evaluations.load();
+    usage.restarts = m_restarts.load();
+    return usage;
+}
+
+void GpuSlot::stop()
+{
+    m_link->stop();
+}
+
+} // namespace kforge

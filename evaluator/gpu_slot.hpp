@@ -1,0 +1,129 @@
+// One GPU of a session, as the GPU evaluator drives it (evaluator-internal).
+//
+// A slot owns the line to its GPU's worker (gpu_link.hpp), the device's facts, and the baselines
+// it timed itself when it started. It evaluates a whole candidate — the param sweep, the final
+// timing to the requested standard, held-out shapes, the comparison with the reference — so every
+// number of one evaluation comes from one GPU and its fitness from that GPU's own baselines.
+//
+// Failures of the line are kept apart from the candidate's: a worker that dies under a candidate
+// runs it again once on a fresh worker before the crash counts against the candidate (a GPU worker
+// can be killed from outside: the OOM killer, a user); a worker that cannot be started again after
+// three tries, or a line that is lost (its MPI rank died), throws GpuLostError, and the evaluator
+// puts the candidate back in the queue for another GPU.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/candidate.hpp"
+#include "core/records.hpp"
+#include "core/task.hpp"
+#include "evaluator/compile.hpp"
+#include "evaluator/device_facts.hpp"
+#include "evaluator/evaluator.hpp"
+#include "evaluator/gpu_link.hpp"
+
+namespace kforge {
+
+using EvalClock = std::chrono::steady_clock;
+
+// One param point of a candidate, compiled for one arch.
+struct Variant {
+    ParamPoint params;
+    CompileResult compiled;
+};
+
+// A job after plan validation, screening and compiling, waiting for a GPU.
+struct PreparedJob {
+    EvalJob job;
+    EvalClock::time_point started;
+    std::optional<Verdict> early_failure; // no_code, plan_error or compile_error before the GPU
+    Plan plan;
+    std::map<std::string, std::vector<Variant>> variants; // by arch: every param point
+};
+
+// The line to a GPU is gone for good; the job that was running goes back to the queue.
+class GpuLostError : public std::runtime_error
+{
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class GpuSlot
+{
+public:
+    GpuSlot(const Task& task, const EvaluatorConfig& config, GpuIdentity identity, std::unique_ptr<GpuLink> link);
+
+    // Asks the worker for its device, sets it up with `setup` (replayed to every later worker) and
+    // times the baselines. Call it on the thread that will use the slot: a local worker dies with
+    // the thread that started it. Throws Error(runtime) naming the GPU when any step fails.
+    void start(const Json& setup);
+    // The whole evaluation of one compiled candidate. Failures of the candidate are verdicts;
+    // throws GpuLostError when the GPU stops serving (see above).
+    Evaluation evaluate(const PreparedJob& prepared);
+    // Ends the worker.
+    void stop();
+
+    const GpuIdentity& identity() const { return m_identity; }
+    const DeviceFacts& facts() const { return m_facts; }
+    // The arch candidates are compiled for on this GPU (the run's --arch, else the device's).
+    const std::string& arch() const { return m_arch; }
+    const std::vector<Measurement>& baselines() const { return m_baselines; }
+    const std::vector<VendorBaselineStatus>& vendor() const { return m_vendor; }
+    const Json& vendor_library() const { return m_vendor_library; }
+    const Json& setup_reply() const { return m_link->setup_reply(); }
+
+    // Safe from any thread.
+    GpuUsage usage() const;
+    bool lost() const { return m_lost.load(); }
+    void mark_lost() { m_lost = true; m_lost_at_ns = since_start_ns(); }
+
+private:
+    // A variant's result as the worker reported it.
+    struct VariantResult {
+        ParamPoint params;
+        Verdict verdict;
+        std::vector<Measurement> measurements;
+        Json resources = Json::object();
+        Json notes = Json::object();
+        Json profile = Json::object();
+    };
+    VariantResult run_variant(const Variant& variant, const Plan& plan, bool verify_tests, const std::string& timing,
+                              bool held_out, bool profile = false);
+    WorkerReply request_variant(const Json& request);
+    WorkerReply send(const Json& request, std::chrono::milliseconds deadline);
+    void time_baselines();
+    Json baseline_summary(const Evaluation& evaluation) const;
+    void describe(const PreparedJob& prepared, const Variant& best, const Json& resources, Evaluation& evaluation) const;
+    int64_t since_start_ns() const;
+
+    const Task& m_task;
+    const EvaluatorConfig& m_config;
+    GpuIdentity m_identity;
+    std::unique_ptr<GpuLink> m_link;
+    DeviceFacts m_facts;
+    std::string m_arch;
+    std::vector<Measurement> m_baselines;
+    std::vector<VendorBaselineStatus> m_vendor;
+    Json m_vendor_library = Json::object();
+
+    EvalClock::time_point m_joined = EvalClock::now();
+    std::atomic<int64_t> m_busy_ns{0};
+    std::atomic<int64_t> m_evaluations{0};
+    std::atomic<int> m_restarts{0};
+    std::atomic<bool> m_lost{false};
+    std::atomic<int64_t> m_lost_at_ns{0};
+};
+
+// Geomean over the candidate's bench measurements of baseline time / candidate time, the baseline
+// being `subject` ("reference" or a vendor routine); 0 when a shape lacks that baseline.
+double geomean_speedup(const std::vector<Measurement>& candidate, const std::vector<Measurement>& baseline,
+                       const std::string& subject = "reference");
+
+} // namespace kforge

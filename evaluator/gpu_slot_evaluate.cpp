@@ -1,0 +1,197 @@
+// The evaluation of one candidate on one GPU: the param sweep, the final timing, the fitness
+// against this GPU's baselines, descriptors and metrics (gpu_slot.hpp).
+//
+// Every param point that compiled is verified and screen-timed; the best correct one is timed
+// again to the requested standard (quick, or confirmation interleaved with the reference),
+// optionally checked on held-out shapes. A candidate with one point skips the sweep. Every failure
+// on the way is a verdict in the result, never an exception — except a lost GPU, which is not the
+// candidate's doing (GpuLostError).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/plan_check.hpp"
+#include "evaluator/describe.hpp"
+#include "evaluator/gpu_slot.hpp"
+
+namespace kforge {
+namespace {
+
+Json params_json(const ParamPoint& point)
+{
+    Json params = Json::object();
+    for (const auto& [name, value] : point)
+        params[name] = value;
+    return params;
+}
+
+} // namespace
+
+double geomean_speedup(const std::vector<Measurement>& candidate, const std::vector<Measurement>& baseline,
+                       const std::string& subject)
+{
+    double log_sum = 0;
+    int count = 0;
+    for (const auto& m : candidate) {
+        if (m.subject != "candidate" || m.shape_set != "bench" || m.median_ns <= 0)
+            continue;
+        auto ref = std::find_if(baseline.begin(), baseline.end(), [&](const Measurement& b) {
+            return b.subject == subject && b.shape_label == m.shape_label && b.median_ns > 0;
+        });
+        if (ref == baseline.end())
+            return 0;
+        log_sum += std::log(ref->median_ns / m.median_ns);
+        ++count;
+    }
+    return count ? std::exp(log_sum / count) : 0;
+}
+
+Evaluation GpuSlot::evaluate(const PreparedJob& prepared)
+{
+    Evaluation evaluation;
+    if (prepared.early_failure) {
+        evaluation.verdict = *prepared.early_failure;
+        return evaluation;
+    }
+    const EvalOptions& options = prepared.job.options;
+    auto own = prepared.variants.find(m_arch);
+    if (own == prepared.variants.end()) {
+        evaluation.verdict = Verdict{VerdictKind::runtime_error,
+                                     fmt::format("kforge could not evaluate this candidate: it was not compiled for {}", m_arch)};
+        return evaluation;
+    }
+    const std::vector<Variant>& variants = own->second;
+    Json compile_info = Json::array();
+    std::vector<const Variant*> compiled;
+    std::optional<Verdict> compile_failure;
+    for (const auto& variant : variants) {
+        compile_info.push_back(Json{{"params", params_json(variant.params)},
+                                    {"ok", variant.compiled.ok},
+                                    {"seconds", variant.compiled.seconds},
+                                    {"cache_hit", variant.compiled.cache_hit}});
+        if (variant.compiled.ok)
+            compiled.push_back(&variant);
+        else if (!compile_failure)
+            compile_failure = Verdict{variant.compiled.failure,
+                                      fmt::format("{}{}", variants.size() > 1
+                                                              ? fmt::format("with {}: ", describe_param_point(variant.params))
+                                                              : "",
+                                                  variant.compiled.message)};
+    }
+    evaluation.compile_info = Json{{"variants", compile_info}};
+    if (compiled.empty()) {
+        evaluation.verdict = compile_failure.value_or(Verdict{VerdictKind::compile_error, "nothing compiled"});
+        return evaluation;
+    }
+    evaluation.gpu = m_identity;
+    ++m_evaluations;
+
+    std::string final_timing = options.confirm ? "confirm" : "quick";
+    std::vector<VariantResult> results;
+    const Variant* best = nullptr;
+    double best_fitness = 0;
+    if (compiled.size() == 1) {
+        results.push_back(run_variant(*compiled[0], prepared.plan, true, final_timing, options.held_out, options.profile));
+        if (results.back().verdict.is_correct()) {
+            best = compiled[0];
+            best_fitness = geomean_speedup(results.back().measurements, m_baselines);
+        }
+    } else {
+        // Sweep: verify and screen-time every point, then time the winner properly.
+        for (const Variant* variant : compiled) {
+            results.push_back(run_variant(*variant, prepared.plan, true, "sweep", false));
+            double fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;
+            if (fitness > best_fitness) {
+                best_fitness = fitness;
+                best = variant;
+            }
+        }
+        if (best) {
+            results.push_back(run_variant(*best, prepared.plan, false, final_timing, options.held_out, options.profile));
+            best_fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;
+        }
+    }
+    Json sweep = Json::array();
+    for (const auto& r : results)
+        sweep.push_back(Json{{"params", params_json(r.params)},
+                             {"verdict", verdict_name(r.verdict.kind)},
+                             {"fitness", r.verdict.is_correct() ? geomean_speedup(r.measurements, m_baselines) : 0}});
+    evaluation.metrics["sweep"] = sweep;
+
+    const VariantResult& last = results.back();
+    if (best && !last.verdict.is_correct()) {
+        // The winner of the sweep failed its final run (held-out shapes, or on closer timing).
+        evaluation.verdict = last.verdict;
+        if (results.size() > 1)
+            evaluation.verdict.message = fmt::format("with {}: {}", describe_param_point(last.params), last.verdict.message);
+        evaluation.metrics["resources"] = last.resources;
+        return evaluation;
+    }
+    if (!best) {
+        // No point is correct: report the failure that got furthest up the ladder.
+        const VariantResult* furthest = &results.front();
+        for (const auto& r : results)
+            if (verdict_rank(r.verdict.kind) > verdict_rank(furthest->verdict.kind))
+                furthest = &r;
+        evaluation.verdict = furthest->verdict;
+        if (results.size() > 1)
+            evaluation.verdict.message = fmt::format("with {}: {}", describe_param_point(furthest->params),
+                                                     furthest->verdict.message);
+        evaluation.metrics["resources"] = furthest->resources;
+        return evaluation;
+    }
+
+    evaluation.verdict = last.verdict;
+    evaluation.best_params = best->params;
+    evaluation.measurements = last.measurements;
+    // Fitness uses the reference timed in the same interleaved run when there is one.
+    double fitness = options.confirm ? geomean_speedup(last.measurements, last.measurements) : 0;
+    evaluation.fitness = fitness > 0 ? fitness : best_fitness;
+    evaluation.metrics["resources"] = last.resources;
+    evaluation.metrics["notes"] = last.notes;
+    evaluation.metrics["baseline"] = baseline_summary(evaluation);
+    if (!last.profile.empty())
+        evaluation.metrics["profile"] = last.profile;
+    evaluation.metrics["ptxas"] = Json::array();
+    for (const auto& k : best->compiled.resources)
+        evaluation.metrics["ptxas"].push_back(Json{{"kernel", k.kernel},
+                                                   {"registers", k.registers},
+                                                   {"spill_store_bytes", k.spill_store_bytes},
+                                                   {"spill_load_bytes", k.spill_load_bytes},
+                                                   {"stack_frame_bytes", k.stack_frame_bytes},
+                                                   {"static_smem_bytes", k.static_smem_bytes}});
+    if (last.notes.contains("below_roofline"))
+        evaluation.metrics["suspicious"] = true;
+    describe(prepared, *best, last.resources, evaluation);
+    return evaluation;
+}
+
+// Descriptors at the largest bench shape, with the occupancy of the launch that runs most threads.
+void GpuSlot::describe(const PreparedJob& prepared, const Variant& best, const Json& resources,
+                       Evaluation& evaluation) const
+{
+    const Shape& largest = m_task.bench.back();
+    DescriptorInputs inputs;
+    inputs.source = prepared.job.source;
+    inputs.plan = resolve_plan(m_task, prepared.plan, largest, best.params);
+    for (const auto& arg : m_task.args)
+        if (arg.is_tensor && arg.intent != Intent::in)
+            inputs.output_elements += m_task.element_count(arg, largest);
+    size_t heaviest = 0;
+    double most_threads = 0;
+    for (size_t i = 0; i < inputs.plan.launches.size(); ++i) {
+        const auto& l = inputs.plan.launches[i];
+        double threads = 1.0 * l.grid[0] * l.grid[1] * l.grid[2] * l.block[0] * l.block[1] * l.block[2];
+        if (threads > most_threads) {
+            most_threads = threads;
+            heaviest = i;
+        }
+    }
+    const Json& occupancy = resources.value("theoretical_occupancy", Json::array());
+    if (heaviest < occupancy.size())
+        inputs.occupancy = occupancy[heaviest].get<double>();
+    evaluation.descriptors = describe_candidate(inputs);
+}
+
+} // namespace kforge

@@ -1,0 +1,39 @@
+// Runs of the real kforge binary over simulated GPUs (evaluator/gpu_simulator.hpp), for the
+// multi-GPU and MPI tests: the same short replayed softmax search on one or several GPUs, a way to
+// find and kill the GPU workers of a run, and what two archives recorded, to compare them.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace kforge::test {
+
+// The arguments of `kforge optimize` for the replayed softmax run every comparison uses: a fixed
+// seed, recorded model replies, one model call at a time (so the replies are served in one order),
+// a fixed window of work in flight, a small budget (12 unless given). `archive` is the -o path.
+std::vector<std::string> replayed_softmax_args(const std::filesystem::path& archive, int budget = 12);
+
+// The environment of a simulated run: `gpus` simulated GPUs each taking `gpu_ms` per variant, a
+// CUBIN cache shared by every run of this test process (so later runs skip NVRTC), no API keys.
+std::vector<std::string> simulated_env(const std::string& gpus, int gpu_ms = 20);
+
+// The archive of the replayed softmax run on one simulated GPU, made once per test process.
+const std::filesystem::path& one_gpu_reference_archive();
+
+// What an archive recorded for every candidate, in id order, one line each: source hash, origin,
+// island, generation, parent, verdict and fitness (exact). Two runs that made the same choices
+// and measured the same numbers have equal lists.
+std::vector<std::string> recorded_candidates(const std::filesystem::path& archive);
+
+// The pids of processes whose parent is `parent` and whose command line holds `word` and `kind`
+// (e.g. "__worker", "gpu").
+std::vector<int> child_processes(int parent, const std::string& word, const std::string& kind);
+
+// Waits (up to `seconds`) until `program`'s stderr contains `text`; false on timeout.
+bool wait_for_stderr(const RunningProgram& program, const std::string& text, int seconds);
+
+} // namespace kforge::test

@@ -1,0 +1,117 @@
+// Many hosts through MPI, tried on one: `mpirun --oversubscribe -n 3` runs the controller on rank 0
+// and evaluation services on ranks 1 and 2, each driving one simulated GPU
+// (evaluator/gpu_simulator.hpp), so every frame of the search crosses MPI. The [mpi] tag skips, with
+// the reason, where mpirun or a kforge built with MPI is missing.
+#include "kf_catch.hpp"
+
+#include <csignal>
+#include <fstream>
+
+#include "archive/archive.hpp"
+#include "evaluator/simulated_runs.hpp"
+#include "util/text.hpp"
+
+using namespace kforge;
+using namespace kforge::test;
+
+namespace {
+
+// mpirun's arguments for `ranks` ranks on this machine, then kforge's. With `recovery` mpirun
+// outlives a dead rank (as kforge's users run it); its exit status is then not always the ranks'.
+std::vector<std::string> under_mpirun(int ranks, const std::vector<std::string>& kforge_args, bool recovery = true)
+{
+    std::vector<std::string> args{"--oversubscribe", "--bind-to", "none", "-n", std::to_string(ranks),
+                                  kforge_binary().string()};
+    if (recovery)
+        args.insert(args.begin(), "--enable-recovery");
+    args.insert(args.end(), kforge_args.begin(), kforge_args.end());
+    return args;
+}
+
+std::vector<std::string> mpi_env(std::vector<std::string> env)
+{
+    env.push_back("KFORGE_MPI_PEER_TIMEOUT_S=4");
+    for (const auto& entry : mpirun_env())
+        env.push_back(entry);
+    return env;
+}
+
+// The kforge process of MPI rank `rank` among mpirun's children.
+int rank_process(int mpirun, int rank)
+{
+    for (int pid : child_processes(mpirun, "optimize", kforge_binary().string())) {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+        std::string environ((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        for (const auto& entry : split(environ, '\0'))
+            if (entry == "OMPI_COMM_WORLD_RANK=" + std::to_string(rank))
+                return pid;
+    }
+    return -1;
+}
+
+} // namespace
+
+TEST_CASE("under mpirun the run uses every rank's GPU, survives a killed rank, records what a one-GPU run records, "
+          "and resumes",
+          "[mpi][e2e]")
+{
+    std::vector<std::string> expected = recorded_candidates(one_gpu_reference_archive());
+    TempDir dir;
+    auto archive = dir / "mpi.kforge";
+    RunningProgram run(mpirun_path(), under_mpirun(3, replayed_softmax_args(archive)), mpi_env(simulated_env("3", 150)));
+    REQUIRE(wait_for_stderr(run, "[2/12]", 300));
+    int rank2 = rank_process(run.pid(), 2);
+    REQUIRE(rank2 > 0);
+    ::kill(rank2, SIGKILL);
+    CommandResult result = run.wait();
+    INFO(result.out << result.err);
+    CHECK(result.exit_code == 0);
+    CHECK_THAT(result.err, Catch::Contains("MPI: 3 ranks") && Catch::Contains("MPI rank 2 is lost"));
+
+    CHECK(recorded_candidates(archive) == expected);
+    {
+        Archive mpi = Archive::open(archive, OpenMode::read_only);
+        CHECK(mpi.run_info().state == "finished");
+        std::vector<GpuTotals> gpus = mpi.gpu_totals();
+        REQUIRE(gpus.size() == 3);
+        for (const auto& gpu : gpus) {
+            INFO(gpu.usage.gpu.label());
+            CHECK(gpu.usage.lost == (gpu.usage.gpu.rank == 2));
+            if (gpu.usage.gpu.rank != 2)
+                CHECK(gpu.candidates > 0);
+        }
+    }
+
+    // resume works as on one host: the same ranks, a bigger budget.
+    auto more = run_program(mpirun_path(), under_mpirun(3, {"resume", archive.string(), "--budget", "+3", "--progress", "lines"}),
+                            mpi_env(simulated_env("3")));
+    INFO(more.out << more.err);
+    CHECK(more.exit_code == 0);
+    Archive resumed = Archive::open(archive, OpenMode::read_only);
+    CHECK(resumed.run_info().state == "finished");
+    CHECK(resumed.candidate_count() > static_cast<int64_t>(expected.size()));
+    int served_twice = 0;
+    for (const auto& gpu : resumed.gpu_totals())
+        served_twice += gpu.sessions == 2;
+    CHECK(served_twice == 3);
+}
+
+TEST_CASE("a plain run never touches MPI, and a kforge under mpirun without MPI support says so", "[mpi][e2e]")
+{
+    // A plain run with Open MPI's variables absent loads no MPI library: nothing about MPI is said.
+    TempDir dir;
+    auto archive = dir / "plain.kforge";
+    auto plain = run_kforge(replayed_softmax_args(archive, 3), simulated_env("1"));
+    INFO(plain.err);
+    CHECK(plain.exit_code == 0);
+    CHECK(plain.err.find("MPI") == std::string::npos);
+
+    // Pointing kforge at a library that is not there stands in for a build without MPI.
+    auto env = mpi_env(simulated_env("1"));
+    env.push_back("KFORGE_MPI_LIB=" + (dir / "absent" / "libkforge_mpi.so").string());
+    auto missing = run_program(mpirun_path(), under_mpirun(2, replayed_softmax_args(dir / "none.kforge"), false), env);
+    INFO(missing.err);
+    CHECK(missing.exit_code != 0);
+    CHECK_THAT(missing.err, Catch::Contains("libkforge_mpi.so is missing"));
+    CHECK_FALSE(std::filesystem::exists(dir / "none.kforge"));
+}
