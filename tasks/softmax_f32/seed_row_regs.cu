@@ -14,14 +14,16 @@
 // e * exp(m_t - M) / S: one multiply per element. Elements far below the max underflow to 0 exactly
 // where their true value is below the check's atol.
 //
-// Rows that do not fit (more than MAXT x VPT chunks, e.g. 512 x 262144) take a looped path in the
-// same kernel: an online (max, sum) pass over the row tile by tile, a block merge, and an output pass
-// that walks the tiles in reverse so the most recently read part of the row is still in L2
-// (2 reads + 1 write; seed_split_row keeps such rows on chip by splitting them over several blocks).
+// Rows that do not fit (more than THREADS x VPT chunks, e.g. 512 x 262144) go to a second kernel,
+// softmax_long_rows (the plan launches one of the two by N; separate kernels keep the register path's
+// allocation free of the loop's): one block per row, an online (max, sum) pass over the row tile by
+// tile (THREADS x 4 chunks), a block merge, and an output pass that walks the tiles in reverse so the
+// most recently read part of the row is still in L2 (2 reads + 1 write; seed_split_row keeps such rows
+// on chip by splitting them over several blocks).
 //
-// Plan: C = chunks a row can touch = ceil(N/4) + (N % 4 != 0); TX = min(MAXT, 32 ceil(C / (32 VPT)))
-// (a warp per row for N <= 128 VPT); TY = max(1, THREADS / TX); MAXT = THREADS. The kernel derives
-// everything from blockDim and N, so any TX/TY the plan picks is correct.
+// Plan: C = chunks a row can touch = ceil(N/4) + (N % 4 != 0); TX = min(THREADS, 32 ceil(C / (32 VPT)))
+// (a warp per row for N <= 128 VPT); TY = max(1, THREADS / TX). The kernels derive the rest from
+// blockDim and N.
 // Params (6 points): THREADS (block size; also the most threads one row may use) and VPT (float4
 // registers per thread: 16 or 32 data registers, no spills at 1024 threads).
 // Expected: ~85-90% of DRAM copy bandwidth for rows that fit (65536x1024: warp rows; 8192x16384: 512 or
@@ -29,14 +31,19 @@
 /* kforge:plan
 { "params": {"THREADS": [256, 512, 1024], "VPT": [4, 8]},
   "launches": [{"kernel": "softmax_rows",
+                "repeat": "ceil_div(N, 4) + (N % 4 != 0) <= THREADS * VPT",
                 "grid": ["ceil_div(M, max(1, THREADS / min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT))))"],
                 "block": ["min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT))",
                           "max(1, THREADS / min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT)))"],
-                "args": ["x", "y", "M", "N"]}] }
+                "args": ["x", "y", "M", "N"]},
+               {"kernel": "softmax_long_rows",
+                "repeat": "ceil_div(N, 4) + (N % 4 != 0) > THREADS * VPT",
+                "grid": ["M"], "block": ["THREADS"], "args": ["x", "y", "M", "N"]}] }
 */
 
 #define NEG_INF (-INFINITY)
 #define MIN_BLOCKS (1024 / THREADS > 1 ? 1024 / THREADS : 1)   // at least 1024 threads per SM: <= 64 registers
+#define LOOP_VPT (VPT < 4 ? VPT : 4)   // chunks per thread per tile on the looped path
 
 // A row seen through the float4 grid: `base` is the aligned address of the row's first chunk, the row's
 // element i sits at base[a + i] (a = the row's start mod 4), n elements. Chunk j holds row elements
@@ -170,29 +177,29 @@ __device__ __forceinline__ void store_scaled(const Row& r, const float4 (&v)[VPT
     }
 }
 
-// A whole row by one row of threads (blockDim.y == 1 or not), too long for registers: online (max, sum)
-// over tiles of blockDim.x * VPT chunks, a row merge, then the output with the tiles in reverse order
+// A whole row by one block (blockDim.y == 1), too long for registers: online (max, sum) over tiles of
+// blockDim.x * LOOP_VPT chunks, a row merge, then the output with the tiles in reverse order
 // (the last ones read are the likeliest still in L2). 2 reads + 1 write.
 __device__ __forceinline__ void softmax_looped(const Row& r)
 {
-    const int TX = blockDim.x, tile = TX * VPT, chunks = r.chunks();
+    const int TX = blockDim.x, tile = TX * LOOP_VPT, chunks = r.chunks();
     float m = NEG_INF, s = 0.0f;
     for (int base = 0; base < chunks; base += tile) {
-        float4 v[VPT];
+        float4 v[LOOP_VPT];
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) {
+        for (int k = 0; k < LOOP_VPT; ++k) {
             const int j = base + (int)threadIdx.x + k * TX;
             v[k] = j < chunks ? load_chunk(r, j, false) : make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF);
         }
         float tm = m;
 #pragma unroll
-        for (int k = 0; k < VPT; ++k)
+        for (int k = 0; k < LOOP_VPT; ++k)
             tm = fmaxf(tm, max4(v[k]));
         if (tm == NEG_INF)
             continue;
         float ts = m == NEG_INF ? 0.0f : s * expf(m - tm);
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) {
+        for (int k = 0; k < LOOP_VPT; ++k) {
             const float4 e = exp4(v[k], tm);
             ts += (e.x + e.y) + (e.z + e.w);
         }
@@ -202,14 +209,14 @@ __device__ __forceinline__ void softmax_looped(const Row& r)
     row_merge(m, s);
     const float inv = 1.0f / s;
     for (int base = (chunks - 1) / tile * tile; base >= 0; base -= tile) {
-        float4 v[VPT];
+        float4 v[LOOP_VPT];
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) {
+        for (int k = 0; k < LOOP_VPT; ++k) {
             const int j = base + (int)threadIdx.x + k * TX;
             v[k] = j < chunks ? load_chunk(r, j, false) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) {
+        for (int k = 0; k < LOOP_VPT; ++k) {
             const int j = base + (int)threadIdx.x + k * TX;
             if (j < chunks) {
                 const float4 e = exp4(v[k], m);
@@ -219,21 +226,23 @@ __device__ __forceinline__ void softmax_looped(const Row& r)
     }
 }
 
+// Rows of at most blockDim.x * VPT chunks (launched when C <= THREADS * VPT), blockDim.y rows per block.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 softmax_rows(const float* __restrict__ x, float* __restrict__ y, int M, int N)
 {
     const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
     const Row r = row_view(x, y, row, N, row < M);
-    // Uniform over the block: the most chunks any row can touch (rows differ by their start offset).
-    const int64_t c_max = (N + 3) / 4 + (N % 4 != 0);
-    if (c_max > (int64_t)blockDim.x * VPT) {
-        softmax_looped(r);   // rows too long for registers (then blockDim.y == 1)
-        return;
-    }
     float4 v[VPT];
     float s;
     const float m = load_exp(r, v, 0, r.chunks(), s);
     float row_m = m, row_s = s;
     row_merge(row_m, row_s);
     store_scaled(r, v, 0, r.chunks(), m == NEG_INF ? 0.0f : expf(m - row_m) / row_s);
+}
+
+// Longer rows (launched when C > THREADS * VPT): one block per row, two passes.
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+softmax_long_rows(const float* __restrict__ x, float* __restrict__ y, int M, int N)
+{
+    softmax_looped(row_view(x, y, blockIdx.x, N, true));
 }

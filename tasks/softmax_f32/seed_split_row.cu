@@ -22,6 +22,8 @@
 // when some row is split; scratch is not initialised).
 // Rows with S > 32 (over 32 x 4096 chunks, i.e. N > 2^19 at THREADS 1024, VPT 4) fall back to one block
 // per row, an online two-pass loop (2 reads + 1 write) with the second pass in reverse tile order.
+// The three cases are three kernels (softmax_rows, softmax_split, softmax_long_rows); the plan launches
+// the one the shape needs, so each has its own register allocation.
 //
 // Params (6 points): THREADS (block size: the threads per row and the rows per block for short rows,
 // and the block of a split row) and VPT (float4 registers per thread). For 512 x 262144: THREADS 512,
@@ -29,21 +31,27 @@
 // Expected: ~85-90% of DRAM copy bandwidth at every bench shape.
 /* kforge:plan
 { "params": {"THREADS": [256, 512, 1024], "VPT": [4, 8]},
-  "scratch": [{"name": "slots",
-               "bytes": "8 * (32 + M * ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) * (ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) > 1 && ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) <= 32))"}],
-  "launches": [{"kernel": "softmax_zero_slots",
-                "repeat": "ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) > 1 && ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) <= 32",
+  "scratch": [{"name": "slots", "bytes": "8 * (32 + M * ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) * (ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) > 1 && ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) <= 32))"}],
+  "launches": [{"kernel": "softmax_zero_slots", "repeat": "(ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) > 1 && ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) <= 32)",
                 "grid": ["ceil_div(32 + M * ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT), 256)"], "block": [256],
                 "args": ["slots", {"value": "32 + M * ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT)", "dtype": "i64"}]},
-               {"kernel": "softmax_split",
-                "grid": ["ceil_div(M, max(1, THREADS / min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT)))) * (1 + (ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) <= 32) * (ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) - 1))"],
+               {"kernel": "softmax_rows",
+                "repeat": "ceil_div(N, 4) + (N % 4 != 0) <= THREADS * VPT",
+                "grid": ["ceil_div(M, max(1, THREADS / min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT))))"],
                 "block": ["min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT))",
                           "max(1, THREADS / min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT)))"],
-                "args": ["x", "y", "slots", "M", "N"]}] }
+                "args": ["x", "y", "M", "N"]},
+               {"kernel": "softmax_split", "repeat": "(ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) > 1 && ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) <= 32)",
+                "grid": ["M * ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT)"], "block": ["THREADS"],
+                "args": ["x", "y", "slots", "M", "N"]},
+               {"kernel": "softmax_long_rows",
+                "repeat": "ceil_div(ceil_div(N, 4) + (N % 4 != 0), THREADS * VPT) > 32",
+                "grid": ["M"], "block": ["THREADS"], "args": ["x", "y", "M", "N"]}] }
 */
 
 #define NEG_INF (-INFINITY)
 #define MIN_BLOCKS (1024 / THREADS > 1 ? 1024 / THREADS : 1)   // at least 1024 threads per SM: <= 64 registers
+#define LOOP_VPT (VPT < 4 ? VPT : 4)   // chunks per thread per tile on the looped path
 
 // A row seen through the float4 grid: `base` is the aligned address of the row's first chunk, the row's
 // element i sits at base[a + i] (a = the row's start mod 4), n elements. Chunk j holds row elements
@@ -177,29 +185,29 @@ __device__ __forceinline__ void store_scaled(const Row& r, const float4 (&v)[VPT
     }
 }
 
-// A whole row by one row of threads (blockDim.y == 1 or not), too long for registers: online (max, sum)
-// over tiles of blockDim.x * VPT chunks, a row merge, then the output with the tiles in reverse order
+// A whole row by one block (blockDim.y == 1), too long for registers: online (max, sum) over tiles of
+// blockDim.x * LOOP_VPT chunks, a row merge, then the output with the tiles in reverse order
 // (the last ones read are the likeliest still in L2). 2 reads + 1 write.
 __device__ __forceinline__ void softmax_looped(const Row& r)
 {
-    const int TX = blockDim.x, tile = TX * VPT, chunks = r.chunks();
+    const int TX = blockDim.x, tile = TX * LOOP_VPT, chunks = r.chunks();
     float m = NEG_INF, s = 0.0f;
     for (int base = 0; base < chunks; base += tile) {
-        float4 v[VPT];
+        float4 v[LOOP_VPT];
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) {
+        for (int k = 0; k < LOOP_VPT; ++k) {
             const int j = base + (int)threadIdx.x + k * TX;
             v[k] = j < chunks ? load_chunk(r, j, false) : make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF);
         }
         float tm = m;
 #pragma unroll
-        for (int k = 0; k < VPT; ++k)
+        for (int k = 0; k < LOOP_VPT; ++k)
             tm = fmaxf(tm, max4(v[k]));
         if (tm == NEG_INF)
             continue;
         float ts = m == NEG_INF ? 0.0f : s * expf(m - tm);
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) {
+        for (int k = 0; k < LOOP_VPT; ++k) {
             const float4 e = exp4(v[k], tm);
             ts += (e.x + e.y) + (e.z + e.w);
         }
@@ -209,14 +217,14 @@ __device__ __forceinline__ void softmax_looped(const Row& r)
     row_merge(m, s);
     const float inv = 1.0f / s;
     for (int base = (chunks - 1) / tile * tile; base >= 0; base -= tile) {
-        float4 v[VPT];
+        float4 v[LOOP_VPT];
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) {
+        for (int k = 0; k < LOOP_VPT; ++k) {
             const int j = base + (int)threadIdx.x + k * TX;
             v[k] = j < chunks ? load_chunk(r, j, false) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) {
+        for (int k = 0; k < LOOP_VPT; ++k) {
             const int j = base + (int)threadIdx.x + k * TX;
             if (j < chunks) {
                 const float4 e = exp4(v[k], m);
@@ -235,32 +243,16 @@ extern "C" __global__ void softmax_zero_slots(unsigned long long* __restrict__ s
         slots[i] = 0ull;
 }
 
+// A row of P = ceil(C / (blockDim.x * VPT)) parts, 2 <= P <= MAX_PARTS (launched with M * P blocks of
+// THREADS threads): the block with ticket t handles part t % P of row t / P.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 softmax_split(const float* __restrict__ x, float* __restrict__ y, unsigned long long* __restrict__ slots, int M, int N)
 {
-    const int64_t c_max = (N + 3) / 4 + (N % 4 != 0);   // the most chunks any row touches
-    const int per_block = blockDim.x * VPT;
-    const int64_t parts = (c_max + per_block - 1) / per_block;
-
-    if (parts == 1) {   // whole rows in registers, blockDim.y rows per block
-        const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
-        const Row r = row_view(x, y, row, N, row < M);
-        float4 v[VPT];
-        float s;
-        const float m = load_exp(r, v, 0, r.chunks(), s);
-        float row_m = m, row_s = s;
-        row_merge(row_m, row_s);
-        store_scaled(r, v, 0, r.chunks(), m == NEG_INF ? 0.0f : expf(m - row_m) / row_s);
-        return;
-    }
-    if (parts > MAX_PARTS) {   // one block per row (blockDim.y == 1), two passes
-        softmax_looped(row_view(x, y, blockIdx.x, N, true));
-        return;
-    }
-
-    // The row split over `parts` blocks (blockDim.y == 1), in ticket order.
     __shared__ long long ticket;
     __shared__ float shared_total[2];
+    const int64_t c_max = (N + 3) / 4 + (N % 4 != 0);   // the most chunks any row touches
+    const int per_block = blockDim.x * VPT;
+    const int parts = (int)((c_max + per_block - 1) / per_block);
     if (threadIdx.x == 0)
         ticket = (long long)atomicAdd(slots, 1ull);
     __syncthreads();
@@ -278,7 +270,7 @@ softmax_split(const float* __restrict__ x, float* __restrict__ y, unsigned long 
         row_slots[part] = ((unsigned long long)__float_as_uint(block_m) << 32) | __float_as_uint(block_s);
     if (threadIdx.x < 32) {
         float pm = NEG_INF, ps = 0.0f;
-        if (threadIdx.x < parts) {
+        if ((int)threadIdx.x < parts) {
             unsigned long long word;
             while ((word = row_slots[threadIdx.x]) == 0ull)
                 __nanosleep(64);
@@ -293,4 +285,25 @@ softmax_split(const float* __restrict__ x, float* __restrict__ y, unsigned long 
     }
     __syncthreads();
     store_scaled(r, v, from, to, m == NEG_INF ? 0.0f : expf(m - shared_total[0]) / shared_total[1]);
+}
+
+// Rows of at most blockDim.x * VPT chunks (launched when C <= THREADS * VPT), blockDim.y rows per block.
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+softmax_rows(const float* __restrict__ x, float* __restrict__ y, int M, int N)
+{
+    const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
+    const Row r = row_view(x, y, row, N, row < M);
+    float4 v[VPT];
+    float s;
+    const float m = load_exp(r, v, 0, r.chunks(), s);
+    float row_m = m, row_s = s;
+    row_merge(row_m, row_s);
+    store_scaled(r, v, 0, r.chunks(), m == NEG_INF ? 0.0f : expf(m - row_m) / row_s);
+}
+
+// Longer rows (launched when C > THREADS * VPT): one block per row, two passes.
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+softmax_long_rows(const float* __restrict__ x, float* __restrict__ y, int M, int N)
+{
+    softmax_looped(row_view(x, y, blockIdx.x, N, true));
 }
