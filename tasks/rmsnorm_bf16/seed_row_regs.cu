@@ -79,6 +79,17 @@ __device__ __forceinline__ uint4 scale8(uint4 v, uint4 g, float rstd)
     return pack8(f);
 }
 
+// Loads chunks from + tx + k blockDim.x (k < K) of a row into v, zeros for those at or past `to`.
+template <int K>
+__device__ __forceinline__ void load_tile(const uint4* __restrict__ row, uint4 (&v)[K], int from, int to, bool streaming)
+{
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int j = from + (int)threadIdx.x + k * (int)blockDim.x;
+        v[k] = j >= to ? make_uint4(0u, 0u, 0u, 0u) : streaming ? __ldcs(row + j) : __ldg(row + j);
+    }
+}
+
 // Sum over the blockDim.x threads of each row of the block; every thread gets its row's sum.
 // Called by every thread of the block (it may hold a block barrier).
 __device__ __forceinline__ float row_sum(float v)
@@ -115,11 +126,7 @@ rmsnorm_rows(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restric
     const uint4* w8 = reinterpret_cast<const uint4*>(w);
 
     uint4 v[VPT];
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-        const int j = (int)threadIdx.x + k * TX;
-        v[k] = j < chunks ? __ldcs(in + j) : make_uint4(0u, 0u, 0u, 0u);
-    }
+    load_tile(in, v, 0, chunks, true);
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
@@ -147,11 +154,7 @@ rmsnorm_long_rows(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __re
     float s = 0.0f;
     for (int base = 0; base < chunks; base += tile) {
         uint4 v[LOOP_VPT];
-#pragma unroll
-        for (int k = 0; k < LOOP_VPT; ++k) {
-            const int j = base + (int)threadIdx.x + k * TX;
-            v[k] = j < chunks ? __ldg(in + j) : make_uint4(0u, 0u, 0u, 0u);
-        }
+        load_tile(in, v, base, chunks, false);
 #pragma unroll
         for (int k = 0; k < LOOP_VPT; ++k)
             s += squares8(v[k]);
@@ -159,11 +162,7 @@ rmsnorm_long_rows(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __re
     const float rstd = rsqrtf(row_sum(s) / (float)N + eps);
     for (int base = (chunks - 1) / tile * tile; base >= 0; base -= tile) {
         uint4 v[LOOP_VPT];
-#pragma unroll
-        for (int k = 0; k < LOOP_VPT; ++k) {
-            const int j = base + (int)threadIdx.x + k * TX;
-            v[k] = j < chunks ? __ldg(in + j) : make_uint4(0u, 0u, 0u, 0u);
-        }
+        load_tile(in, v, base, chunks, false);
 #pragma unroll
         for (int k = 0; k < LOOP_VPT; ++k) {
             const int j = base + (int)threadIdx.x + k * TX;

@@ -150,16 +150,23 @@ __device__ __forceinline__ float4 exp4(float4 v, float m)
     return make_float4(expf(v.x - m), expf(v.y - m), expf(v.z - m), expf(v.w - m));
 }
 
+// Loads chunks from + tx + k blockDim.x (k < K) of row r into v, -inf for those at or past `to`.
+template <int K>
+__device__ __forceinline__ void load_tile(const Row& r, float4 (&v)[K], int from, int to, bool streaming)
+{
+    const int TX = blockDim.x;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int j = from + (int)threadIdx.x + k * TX;
+        v[k] = j < to ? load_chunk(r, j, streaming) : make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF);
+    }
+}
+
 // Loads chunks [from, to) of row r into v (thread tx takes from + tx + k blockDim.x), -inf elsewhere;
 // returns the thread's max m and replaces v by exp(v - m), summing into s.
 __device__ __forceinline__ float load_exp(const Row& r, float4 (&v)[VPT], int from, int to, float& s)
 {
-    const int TX = blockDim.x;
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-        const int j = from + (int)threadIdx.x + k * TX;
-        v[k] = j < to ? load_chunk(r, j, true) : make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF);
-    }
+    load_tile(r, v, from, to, true);
     float m = NEG_INF;
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
@@ -194,11 +201,7 @@ __device__ __forceinline__ void softmax_looped(const Row& r)
     float m = NEG_INF, s = 0.0f;
     for (int base = 0; base < chunks; base += tile) {
         float4 v[LOOP_VPT];
-#pragma unroll
-        for (int k = 0; k < LOOP_VPT; ++k) {
-            const int j = base + (int)threadIdx.x + k * TX;
-            v[k] = j < chunks ? load_chunk(r, j, false) : make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF);
-        }
+        load_tile(r, v, base, chunks, false);
         float tm = m;
 #pragma unroll
         for (int k = 0; k < LOOP_VPT; ++k)
@@ -218,11 +221,7 @@ __device__ __forceinline__ void softmax_looped(const Row& r)
     const float inv = 1.0f / s;
     for (int base = (chunks - 1) / tile * tile; base >= 0; base -= tile) {
         float4 v[LOOP_VPT];
-#pragma unroll
-        for (int k = 0; k < LOOP_VPT; ++k) {
-            const int j = base + (int)threadIdx.x + k * TX;
-            v[k] = j < chunks ? load_chunk(r, j, false) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
+        load_tile(r, v, base, chunks, false);
 #pragma unroll
         for (int k = 0; k < LOOP_VPT; ++k) {
             const int j = base + (int)threadIdx.x + k * TX;
