@@ -118,3 +118,46 @@ struct Registrar {
     template <typename... A> Registrar(const char* name, void (*f)(A...)) { emu_register(name, (void*)f, &invoke<A...>); }
 };
 }
+
+// ---- added for the norm/softmax/scan seeds (wip/seeds-norm) -------------------------------------
+// Several blocks are resident at once (emulate.cpp's scheduler; each resident block runs in its own
+// copy of the kernel object, so static __shared__ variables are per block); __nanosleep yields to the
+// scheduler so a block that spins on another block's flag lets that block run.
+extern "C" void emu_yield();
+inline void __nanosleep(unsigned) { emu_yield(); }
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+inline unsigned __ballot_sync(unsigned, int pred)
+{
+    unsigned bits = 0;
+    for (int l = 0; l < 32; ++l)
+        bits |= (unsigned)(emu_shfl<unsigned>(pred != 0, l) & 1u) << l;
+    return bits;
+}
+inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
+inline int __all_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) == __ballot_sync(mask, 1); }
+template <typename T> inline T __shfl_sync(unsigned, T v, int src, int width = 32)
+{
+    int lane = (int)emu_lane();
+    return emu_shfl(v, (lane & ~(width - 1)) + (src & (width - 1)));
+}
+template <typename T> inline T __ldcs(const T* p) { return *p; }
+template <typename T> inline T __ldcg(const T* p) { return *p; }
+template <typename T> inline T __ldca(const T* p) { return *p; }
+template <typename T> inline T __ldlu(const T* p) { return *p; }
+template <typename T> inline T __ldcv(const T* p) { return *const_cast<const volatile T*>(p); }
+template <typename T> inline void __stcs(T* p, T v) { *p = v; }
+template <typename T> inline void __stcg(T* p, T v) { *p = v; }
+template <typename T> inline void __stwt(T* p, T v) { *p = v; }
+template <typename T> inline T atomicExch(T* p, T v) { T old = *p; *p = v; return old; }
+template <typename T> inline T atomicCAS(T* p, T cmp, T v) { T old = *p; if (old == cmp) *p = v; return old; }
+template <typename T> inline T atomicMax(T* p, T v) { T old = *p; if (v > old) *p = v; return old; }
+template <typename T> inline T atomicOr(T* p, T v) { T old = *p; *p = old | v; return old; }
+inline int __popc(unsigned v) { return __builtin_popcount(v); }
+inline int __ffs(unsigned v) { return __builtin_ffs((int)v); }
+inline int __clz(unsigned v) { return v ? __builtin_clz(v) : 32; }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
