@@ -230,4 +230,8 @@ struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(8) int2 { int x, y; };
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 inline float2 make_float2(float x, float y) { return {x, y}; }
+inline int2 make_int2(int x, int y) { return {x, y}; }
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
 // ==== end of seeds-misc additions ====
