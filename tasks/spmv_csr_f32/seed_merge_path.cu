@@ -17,8 +17,11 @@
 //     part of a row cut between tiles goes to scratch `carries` as (row, partial sum).
 //  3. merge_fixup: one thread per tile adds its carry to y[row] with an atomic (the tile that
 //     finishes the row wrote y[row] in launch 2; a row spanning many tiles gets one add per tile).
-//  With PERSIST = p > 0, launch 2 runs min(tiles, 132 p) blocks (132 SMs on H100/H200) that walk
-//  contiguous runs of tiles, so one SM sweeps a narrow band of x and banded matrices reuse x in L1;
+//  With PERSIST = p > 0, launch 2 runs 132 p blocks (p per SM on the 132 SMs of H100/H200): the
+//  tiles are cut into 132 contiguous runs, and the p blocks b = sm + 132 m (m < p) take every p-th
+//  tile of run `sm`. Blocks are dealt to SMs round-robin, so the p blocks of one SM work on adjacent
+//  tiles at the same time and a banded matrix's x window (about 200 KB on banded7) is shared in
+//  L1. That mapping is only a performance assumption: any block-to-SM mapping is correct.
 //  PERSIST = 0 launches one block per tile.
 //
 // Tails and empty rows fall out of the walk (a row end with nothing consumed writes 0). Rows past
@@ -26,19 +29,20 @@
 // (R + NNZ may exceed 2^31); rows and nonzero indices fit in int.
 //
 // Params: THREADS {128, 256}, ITEMS {7, 11} (odd, so the threads' shared-memory reads spread over
-// the banks), PERSIST {0, 1, 2}. Shared memory 4 * (TILE + 1 + THREADS) bytes.
+// the banks), PERSIST {0, 4, 8} (8 x 256 threads fill an SM: 32 registers, 8-12 KB of shared
+// memory per block). Shared memory 4 * (TILE + 1 + THREADS) bytes.
 // Expected: bound by the L2 gather rate of x on uniform16/skewed16 like cuSPARSE (about 0.5 ms on
 // H100/H200, 1.0x cuSPARSE, 2x the vector seed on skewed16); on banded7 PERSIST can beat it by
 // serving x from L1.
 /* kforge:plan
-{ "params": {"THREADS": [128, 256], "ITEMS": [7, 11], "PERSIST": [0, 1, 2]},
+{ "params": {"THREADS": [128, 256], "ITEMS": [7, 11], "PERSIST": [0, 4, 8]},
   "scratch": [{"name": "coords", "bytes": "8 * (ceil_div(R + NNZ, THREADS * ITEMS) + 1)"},
               {"name": "carries", "bytes": "8 * ceil_div(R + NNZ, THREADS * ITEMS)"}],
   "launches": [
     {"kernel": "merge_search", "grid": ["ceil_div(ceil_div(R + NNZ, THREADS * ITEMS) + 1, 8)"], "block": [256],
      "args": ["row_ptr", "coords", "R", "NNZ", {"value": "ceil_div(R + NNZ, THREADS * ITEMS)", "dtype": "i32"}]},
     {"kernel": "merge_spmv",
-     "grid": ["min(ceil_div(R + NNZ, THREADS * ITEMS), max(132 * PERSIST, (1 - min(PERSIST, 1)) * ceil_div(R + NNZ, THREADS * ITEMS)))"],
+     "grid": ["max(132 * PERSIST, (1 - min(PERSIST, 1)) * ceil_div(R + NNZ, THREADS * ITEMS))"],
      "block": ["THREADS"],
      "args": ["row_ptr", "col_idx", "vals", "x", "y", "coords", "carries", "R", "NNZ",
               {"value": "ceil_div(R + NNZ, THREADS * ITEMS)", "dtype": "i32"}]},
@@ -120,9 +124,12 @@ merge_spmv(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, con
     __shared__ int s_key_first[WARPS], s_key_last[WARPS];
     __shared__ float s_total[WARPS];
 
-    const int per_block = (tiles + gridDim.x - 1) / gridDim.x;
-    const int tile_begin = blockIdx.x * per_block, tile_end = min(tile_begin + per_block, tiles);
-    for (int tile = tile_begin; tile < tile_end; ++tile) {
+    // PERSIST = 0: tile blockIdx.x. Else run `sm` of 132 contiguous runs, every PERSIST-th tile.
+    const int run = PERSIST == 0 ? 1 : (tiles + 131) / 132;
+    const int sm = PERSIST == 0 ? 0 : blockIdx.x % 132;
+    const int tile_begin = PERSIST == 0 ? blockIdx.x : sm * run + blockIdx.x / 132;
+    const int tile_end = PERSIST == 0 ? blockIdx.x + 1 : min((sm + 1) * run, tiles);
+    for (int tile = tile_begin; tile < tile_end; tile += PERSIST == 0 ? 1 : PERSIST) {
         const int2 c0 = coords[tile], c1 = coords[tile + 1];
         const int r0 = c0.x, k0 = c0.y;
         const int nr = c1.x - r0, nk = c1.y - k0;
