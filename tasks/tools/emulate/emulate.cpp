@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -332,7 +333,23 @@ std::string compile_command(const KernelFile& file, const ParamPoint& point, con
 {
     std::string glue = out + ".glue.cpp";
     std::ofstream g(glue);
-    g << "#include \"" << std::filesystem::absolute(file.path).string() << "\"\n";
+    // Dynamic shared memory: `extern __shared__ T name[];` would read `extern static` under the
+    // emulator's `#define __shared__ static`, so the kernel is compiled from a copy that says only
+    // `extern`, and the glue defines each such array with room for the largest allocation a plan may
+    // ask for (only one block exists at a time, as for static shared memory).
+    static const std::regex dynamic_shared(R"(extern\s+__shared__\s+(__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_][\w:]*)\s+([A-Za-z_]\w*)\s*\[\s*\]\s*;)");
+    std::string source = file.source;
+    std::set<std::string> defined;
+    std::string definitions;
+    for (std::sregex_iterator it(source.begin(), source.end(), dynamic_shared), end; it != end; ++it)
+        if (defined.insert((*it)[3]).second)
+            definitions += "alignas(128) " + (*it)[2].str() + " " + (*it)[3].str() + "[232448 / sizeof(" + (*it)[2].str() + ")];\n";
+    std::string included = std::filesystem::absolute(file.path).string();
+    if (!definitions.empty()) {
+        included = out + ".src.cu";
+        std::ofstream(included) << std::regex_replace(source, std::regex(R"(extern\s+__shared__)"), "extern");
+    }
+    g << "#include \"" << included << "\"\n" << definitions;
     int i = 0;
     for (const auto& name : find_kernel_names(file.source))
         g << "static emu::Registrar r" << i++ << "(\"" << name << "\", &" << name << ");\n";
