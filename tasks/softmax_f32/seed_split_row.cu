@@ -15,10 +15,11 @@
 // for an empty part), then the first S lanes of warp 0 spin (volatile loads, __nanosleep) until all
 // S words of the row are non-zero, merge them (same order in every block of the row, so all agree
 // bit for bit), and the block writes its part from registers.
-// Forward progress: tickets are taken in order by blocks that are already running, so the blocks
-// holding the tickets of the lowest unfinished row are all resident, or the highest ticket holder's
-// row is the only one waiting and at most S - 1 blocks wait; any GPU with at least S (<= 32) resident
-// blocks (132+ on H100) completes. Launch 1 zeroes the counter and the S words of every row (only
+// Forward progress: tickets are taken in order by blocks already running, and a block waits only for
+// the other parts of its own row. A row whose S tickets are all taken completes (its blocks are
+// running or done); so if every resident block waited, all would hold parts of the row of the last
+// ticket taken, at most S - 1 blocks. Any GPU with at least S (<= 32) resident blocks (132+ on H100)
+// therefore completes, whatever order the hardware starts blocks in. Launch 1 zeroes the counter and the S words of every row (only
 // when some row is split; scratch is not initialised).
 // Rows with S > 32 (over 32 x 4096 chunks, i.e. N > 2^19 at THREADS 1024, VPT 4) fall back to one block
 // per row, an online two-pass loop (2 reads + 1 write) with the second pass in reverse tile order.
