@@ -105,7 +105,30 @@ void SearchLoop::accept_source(Flight& flight)
             flight.duplicate = true;
     if (flight.duplicate)
         return;
+    // Model calls finish out of order, so a later item with the same source may already be at the
+    // evaluator. This item records first and would make that one a duplicate at its turn: take
+    // over its evaluation now rather than evaluate the same source twice.
+    for (auto& [seq, other] : m_flights)
+        if (seq > flight.item.seq && !other.duplicate && other.source_hash == flight.source_hash &&
+            (other.item.kind == ItemKind::reference) == (flight.item.kind == ItemKind::reference)) {
+            adopt_evaluation(flight, other);
+            return;
+        }
     submit(flight, EvalJobKind::screen, EvalOptions{}); // submit() sets task_code
+}
+
+void SearchLoop::adopt_evaluation(Flight& flight, Flight& later)
+{
+    flight.screen = std::move(later.screen);
+    flight.confirm = std::move(later.confirm);
+    flight.held_out = std::move(later.held_out);
+    flight.confirm_submitted = later.confirm_submitted;
+    flight.held_out_submitted = later.held_out_submitted;
+    later.screen.reset();
+    later.confirm.reset();
+    later.held_out.reset();
+    later.duplicate = true;
+    later.evaluated_for = flight.item.seq;
 }
 
 void SearchLoop::submit(Flight& flight, EvalJobKind kind, EvalOptions options)
@@ -129,6 +152,8 @@ void SearchLoop::take_evaluation(EvalResult result)
         return;
     }
     auto it = m_flights.find(result.ticket / k_job_kinds);
+    if (it != m_flights.end() && it->second.evaluated_for)
+        it = m_flights.find(*it->second.evaluated_for);
     if (it == m_flights.end())
         return;
     Flight& flight = it->second;
