@@ -94,6 +94,21 @@ TEST_CASE("bad softmax kernels get the right verdicts and the evaluation goes on
             CHECK_FALSE(e.fitness.has_value());
         }
     }
+    // good_block_row.cu again: every run answered from the first evaluation's (same numbers, no GPU
+    // time); with the held-out check, only that check ran on the GPU.
+    auto runs_of = [&](size_t i) { return results.at(i).metrics.value("runs", Json::array()); };
+    REQUIRE(!runs_of(3).empty());
+    for (const auto& run : runs_of(3)) {
+        INFO(run.dump());
+        CHECK(run.contains("reused"));
+        CHECK(run["gpu_s"].get<double>() == 0);
+    }
+    CHECK(results.at(3).measurements.front().median_ns == results.at(0).measurements.front().median_ns);
+    const Json last = runs_of(17).back();
+    INFO(last.dump());
+    CHECK(last["held_out"].get<bool>());
+    CHECK(last["reused"]["phases"].dump().find("timing") != std::string::npos);
+    CHECK(last["gpu_s"].get<double>() > 0);
 }
 
 TEST_CASE("repeated evaluations of one kernel agree within a few percent", "[gpu][evaluator]")
@@ -102,6 +117,7 @@ TEST_CASE("repeated evaluations of one kernel agree within a few percent", "[gpu
     Task task = load_task(test::source_dir() / "tasks" / "softmax_f32.json");
     EvaluatorConfig config;
     config.worker_executable = test::kforge_binary().string();
+    config.reuse_measurements = false; // the same point four times: each must really be timed
     auto evaluator = make_gpu_evaluator(task, config);
     std::vector<EvalJob> jobs;
     for (uint64_t i = 0; i < 4; ++i) {
