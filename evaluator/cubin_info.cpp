@@ -7,7 +7,9 @@
 // pairs in the file-wide `.nv.info`; EIATTR_MAX_THREADS (0x05) is an SVAL of x, y, z in a kernel's
 // own `.nv.info.<kernel>`. Entries with other attributes are skipped by their length, so a newer
 // toolkit that adds attributes does not break the reader; one with an unknown format ends the
-// walk of that section.
+// walk of that section. A CUBIN that has a `.nv.shared.reserved.*` section (sm_90 ones do) starts
+// each kernel's shared window with the 1 KiB the driver reserves per block; ptxas does not count it
+// in its "bytes smem", and neither does this reader.
 #include "evaluator/cubin_info.hpp"
 
 #include <algorithm>
@@ -27,6 +29,7 @@ constexpr uint8_t k_attr_max_threads = 0x05;
 constexpr uint8_t k_attr_frame_size = 0x11;
 constexpr uint8_t k_attr_regcount = 0x2f;
 constexpr uint8_t k_format_sval = 4;
+constexpr uint64_t k_reserved_smem_bytes = 1024; // cudaDevAttrReservedSharedMemoryPerBlock on sm_80+
 
 struct Section {
     std::string name;
@@ -177,6 +180,8 @@ CubinReport read_cubin_resources(std::string_view cubin)
             });
         }
     }
+    bool reserved_smem = std::any_of(sections.begin(), sections.end(),
+                                     [](const Section& s) { return s.name.rfind(".nv.shared.reserved.", 0) == 0; });
     for (const auto& s : sections) {
         constexpr std::string_view info_prefix = ".nv.info.", shared_prefix = ".nv.shared.";
         if (s.name.rfind(info_prefix, 0) == 0) {
@@ -192,8 +197,9 @@ CubinReport read_cubin_resources(std::string_view cubin)
                 it->second.max_threads = static_cast<int>(std::min<int64_t>(threads, 1 << 30));
             });
         } else if (s.name.rfind(shared_prefix, 0) == 0) {
+            uint64_t reserved = reserved_smem && s.size >= k_reserved_smem_bytes ? k_reserved_smem_bytes : 0;
             if (auto it = by_symbol.find(s.name.substr(shared_prefix.size())); it != by_symbol.end())
-                it->second.static_smem_bytes = static_cast<int>(s.size);
+                it->second.static_smem_bytes = static_cast<int>(s.size - reserved);
         }
     }
     for (auto& [symbol, kernel] : by_symbol)

@@ -26,7 +26,7 @@ struct CubinKernel {
     std::string symbol;                 // the ELF symbol (the lowered name)
     int registers = 0;
     int frame_bytes = 0;                // local memory per thread (stack frame, spills included)
-    int static_smem_bytes = 0;          // the kernel's .nv.shared section
+    int static_smem_bytes = 0;          // its .nv.shared section, less the driver's reserved KiB
     int max_threads = 0;                // from __launch_bounds__ (EIATTR_MAX_THREADS); 0 when none
 };
 

@@ -6,7 +6,10 @@
 // is timed again to the requested standard (quick, or confirmation interleaved with the reference),
 // optionally checked on held-out shapes; fitness, descriptors and metrics are assembled. While the
 // GPU works on one candidate, the next ones compile, so the GPU never waits on the compiler when
-// work is queued. Every failure on the way is a verdict in the result, never an exception.
+// work is queued. Every variant run goes through the measurement memo (measurement_memo.hpp), so a
+// point measured before is not measured again; waiting jobs are taken lowest ticket first, also
+// between a sweep's variants. Every failure on the way is a verdict in the result, never an
+// exception.
 #include <algorithm>
 #include <atomic>
 #include <cmath>

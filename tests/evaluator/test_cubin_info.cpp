@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "evaluator/compile.hpp"
+#include "evaluator/compile_record.hpp"
 #include "evaluator/cubin_info.hpp"
 #include "test_support.hpp"
 #include "util/text.hpp"
@@ -106,4 +107,25 @@ TEST_CASE("a file that is not a CUBIN yields no resources and a whole-file hash"
     REQUIRE(plain.ok);
     std::string truncated = plain.cubin.substr(0, plain.cubin.size() / 2); // section table cut off
     CHECK(!read_cubin_resources(truncated).problem.empty());
+}
+
+TEST_CASE("the ptxas metric keeps every kernel: from ptxas, from the CUBIN, or from the driver", "[evaluator][compile]")
+{
+    KernelResources logged{"a", 40, 8, 8, 16, 1024, 0, 1, false};
+    KernelResources read{"b", 32, 0, 0, 64, 0, 0, 0, true};
+    Json worker{{"a", {{"registers", 40}}},
+                {"c", {{"registers", 24}, {"local_bytes_per_thread", 32}, {"static_smem_bytes", 512}}},
+                {"theoretical_occupancy", Json::array({0.5})}};
+    Json metrics = kernel_resources_metrics({logged, read}, worker);
+    REQUIRE(metrics.size() == 3);
+    CHECK(metrics[0]["kernel"] == "a");
+    CHECK(metrics[0]["spill_store_bytes"] == 8);
+    CHECK(!metrics[0].contains("source"));
+    CHECK(metrics[1]["kernel"] == "b");
+    CHECK(metrics[1]["source"] == "cubin");
+    CHECK(!metrics[1].contains("spill_store_bytes")); // unknown, not zero
+    CHECK(metrics[2]["kernel"] == "c");
+    CHECK(metrics[2]["source"] == "driver");
+    CHECK(metrics[2]["registers"] == 24);
+    CHECK(metrics[2]["stack_frame_bytes"] == 32);
 }
