@@ -160,7 +160,7 @@ def make_case(torch, spec, sizes):
             data[hot] = 77
             del hot
         return Case({"data": data}, lambda d: torch.bincount(d, minlength=256),
-                    lambda d: torch.bincount(d.long(), minlength=256).double(), "hist",
+                    lambda d: torch.bincount(d.int(), minlength=256).double(), "hist",
                     f"torch.bincount (int64 counts); {100 - cold}% of the bytes one hot value, like the task", scope=s)
     if name == "jacobi2d_f32":
         NX, NY, T = s["NX"], s["NY"], s["T"]
@@ -296,8 +296,6 @@ def run_task(torch, spec, shapes, mode):
     """Per shape: {'label', 'ns', 'samples', 'check', 'note'} or {'label', 'error'}; mode eager|compile."""
     setup_precision(torch)
     timer = Timer(torch)
-    if mode == "compile":
-        torch._dynamo.config.cache_size_limit = 64
     rows = []
     for label, sizes in shapes:
         row = {"label": label}

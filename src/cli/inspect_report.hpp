@@ -19,6 +19,7 @@ struct InspectOptions
     bool calls = false;             // also list LLM usage per model and recent calls
     std::optional<int64_t> lineage; // also show this candidate's ancestry
     bool grid = false;              // also draw each island's MAP-Elites grid
+    bool gpu_work = true;           // the "gpu" section (reads every candidate's runs)
     size_t limit = 30;              // rows of the failure and call lists
     bool json = false;
 };
