@@ -38,6 +38,9 @@ struct EvalOptions {
 
 struct EvalJob {
     uint64_t ticket = 0;            // the caller's id, echoed in the result
+    // The caller's name for the source (the search passes its archive hash); results reused from
+    // this job's measurements cite it, with the ticket (metrics "runs", measurement_memo.hpp).
+    std::string label;
     std::string source;
     EvalOptions options;
 };
@@ -63,7 +66,9 @@ class CandidateEvaluator
 {
 public:
     virtual ~CandidateEvaluator() = default;
-    // Queues a job and returns at once.
+    // Queues a job and returns at once. Waiting jobs are taken lowest ticket first (and the GPU
+    // evaluator runs a lower-ticket job between the variants of a sweep), so a caller that needs
+    // results in order numbers its jobs in that order.
     virtual void submit(EvalJob job) = 0;
     // Returns the jobs finished so far, waiting up to `wait` for at least one when none is ready.
     virtual std::vector<EvalResult> collect(std::chrono::milliseconds wait) = 0;
@@ -77,6 +82,9 @@ public:
     virtual std::vector<Measurement> baselines() const = 0;
     // The task's vendor baselines and whether each was timed (empty when the task names none).
     virtual std::vector<VendorBaselineStatus> vendor_baselines() const { return {}; }
+    // What it is busy with, for progress lines ("compiling 12 variants, 3 jobs waiting for the
+    // GPU"); "" when idle or unknown.
+    virtual std::string activity() const { return ""; }
 };
 
 struct EvaluatorConfig {
@@ -88,6 +96,9 @@ struct EvaluatorConfig {
     std::chrono::milliseconds launch_deadline{10000}; // one plan run on one shape
     bool time_vendor_baselines = true; // false: every vendor baseline is reported as switched off
     std::string worker_executable;  // the kforge binary for workers; empty: this very binary
+    // Reuse what earlier runs of the same (binary, plan, params) point established instead of
+    // running it on the GPU again (measurement_memo.hpp); false re-measures every run.
+    bool reuse_measurements = true;
 };
 
 // Starts the compile pool and the GPU worker. Throws Error(runtime) with "no NVIDIA driver/GPU

@@ -6,7 +6,10 @@
 // is timed again to the requested standard (quick, or confirmation interleaved with the reference),
 // optionally checked on held-out shapes; fitness, descriptors and metrics are assembled. While the
 // GPU works on one candidate, the next ones compile, so the GPU never waits on the compiler when
-// work is queued. Every failure on the way is a verdict in the result, never an exception.
+// work is queued. Every variant run goes through the measurement memo (measurement_memo.hpp), so a
+// point measured before is not measured again; waiting jobs are taken lowest ticket first, also
+// between a sweep's variants. Every failure on the way is a verdict in the result, never an
+// exception.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -21,13 +24,16 @@
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "evaluator/compile.hpp"
+#include "evaluator/compile_record.hpp"
 #include "evaluator/describe.hpp"
 #include "evaluator/device_facts.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/gpu_client.hpp"
+#include "evaluator/measurement_memo.hpp"
 #include "evaluator/worker_protocol.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 
 namespace kforge {
 namespace {
@@ -37,6 +43,8 @@ using Clock = std::chrono::steady_clock;
 struct Variant {
     ParamPoint params;
     CompileResult compiled;
+    std::string memo_key;                 // MeasurementMemo::key_for (empty when it did not compile)
+    Json origin;                          // the job, as reuses of its measurements cite it
 };
 
 struct Prepared {
@@ -45,16 +53,6 @@ struct Prepared {
     std::optional<Verdict> early_failure; // no_code, plan_error or compile_error before the GPU
     Plan plan;
     std::vector<Variant> variants;
-};
-
-// A variant's result as the worker reported it.
-struct VariantResult {
-    ParamPoint params;
-    Verdict verdict;
-    std::vector<Measurement> measurements;
-    Json resources = Json::object();
-    Json notes = Json::object();
-    Json profile = Json::object();
 };
 
 // Geomean over the candidate's bench measurements of baseline time / candidate time, the baseline
@@ -78,6 +76,27 @@ double geomean_speedup(const std::vector<Measurement>& candidate, const std::vec
     return count ? std::exp(log_sum / count) : 0;
 }
 
+// Waiting jobs are served lowest ticket first: callers number jobs in the order they need them (the
+// search records in order), so the job holding everything up never waits behind later ones.
+uint64_t ticket_of(const EvalJob& job) { return job.ticket; }
+uint64_t ticket_of(const Prepared& prepared) { return prepared.job.ticket; }
+
+template <typename Queue>
+auto lowest_ticket(Queue& queue)
+{
+    return std::min_element(queue.begin(), queue.end(),
+                            [](const auto& a, const auto& b) { return ticket_of(a) < ticket_of(b); });
+}
+
+template <typename Queue>
+auto take_lowest_ticket(Queue& queue)
+{
+    auto lowest = lowest_ticket(queue);
+    auto taken = std::move(*lowest);
+    queue.erase(lowest);
+    return taken;
+}
+
 class GpuEvaluator final : public CandidateEvaluator
 {
 public:
@@ -91,14 +110,18 @@ public:
     Json environment() const override { return m_environment; }
     std::vector<Measurement> baselines() const override { return m_baselines; }
     std::vector<VendorBaselineStatus> vendor_baselines() const override { return m_vendor; }
+    std::string activity() const override;
 
 private:
     void prepare_loop();
     void gpu_loop();
+    void process(Prepared& prepared);
+    void serve_earlier_jobs(uint64_t ticket);
     Prepared prepare(EvalJob job);
     Evaluation evaluate(Prepared& prepared);
     VariantResult run_variant(const Variant& variant, const Plan& plan, bool verify_tests, const std::string& timing,
                               bool held_out, bool profile = false);
+    VariantResult measure_variant(const Variant& variant, const Plan& plan, const VariantAsk& ask);
     void finish(uint64_t ticket, Evaluation evaluation);
     void time_baselines();
     Json baseline_summary(const Evaluation& evaluation) const;
@@ -113,6 +136,7 @@ private:
     Json m_vendor_library = Json::object();
     std::unique_ptr<CompilePool> m_pool;
     GpuWorkerClient m_worker;
+    MeasurementMemo m_memo;
 
     mutable std::mutex m_mutex;
     std::condition_variable m_work_ready;
@@ -126,10 +150,11 @@ private:
 
     Clock::time_point m_created = Clock::now();
     std::atomic<int64_t> m_gpu_busy_ns{0};
+    std::atomic<int64_t> m_compiling{0};  // param points being compiled now
 };
 
 GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config)
-    : m_task(task), m_config(config), m_worker(config.worker_executable, "")
+    : m_task(task), m_config(config), m_worker(config.worker_executable, ""), m_memo(config.reuse_measurements)
 {
     if (task.spec_path.empty())
         fail_runtime("internal: the GPU evaluator needs a task loaded from a file");
@@ -148,7 +173,20 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config)
     if (std::string problem = m_worker.set_setup(setup, std::chrono::minutes(10)); !problem.empty())
         fail_runtime("the GPU worker could not set up task '{}': {}", task.name, problem);
 
+    const Json& ready = m_worker.setup_reply();
+    log_info("GPU worker set up in {:.1f} s (internal kernels {:.1f} s, reference compile {:.1f} s); timing the "
+             "baselines of {} (the reference{}, to the confirmation standard)",
+             ready.value("setup_seconds", 0.0), ready.value("internal_compile_seconds", 0.0),
+             ready.value("reference_compile_seconds", 0.0), task.name,
+             config.time_vendor_baselines && !task.vendor_baselines.empty() ? " and vendor routines" : "");
+    auto baselines_started = Clock::now();
     time_baselines();
+    log_info("baselines timed in {:.1f} s", std::chrono::duration<double>(Clock::now() - baselines_started).count());
+    // The reference evaluated as a candidate is the binary just timed: its timing is not taken again.
+    if (std::string hash = ready.value("reference_behaviour_hash", ""); !hash.empty())
+        m_memo.record_reference_timing(MeasurementMemo::key_for_behaviour(hash, task.reference.plan.json,
+                                                                          enumerate_param_points(task.reference.plan, 1).front()),
+                                       m_baselines);
 
     CompilePoolConfig pool;
     pool.workers = config.compile_workers;
@@ -304,8 +342,7 @@ void GpuEvaluator::prepare_loop()
             m_work_ready.wait(lock, [this] { return m_stopping || !m_incoming.empty(); });
             if (m_stopping)
                 return;
-            job = std::move(m_incoming.front());
-            m_incoming.pop_front();
+            job = take_lowest_ticket(m_incoming);
         }
         Prepared prepared = prepare(std::move(job));
         {
@@ -360,10 +397,19 @@ Prepared GpuEvaluator::prepare(EvalJob job)
         request.arch = m_arch;
         request.params = point;
         request.kernels = kernels;
+        ++m_compiling;
         futures.push_back(std::async(std::launch::async, [this, request] { return m_pool->compile(request); }));
     }
-    for (size_t i = 0; i < points.size(); ++i)
-        prepared.variants.push_back(Variant{points[i], futures[i].get()});
+    Json origin{{"ticket", prepared.job.ticket}};
+    if (!prepared.job.label.empty())
+        origin["label"] = prepared.job.label;
+    for (size_t i = 0; i < points.size(); ++i) {
+        Variant variant{points[i], futures[i].get(), "", origin};
+        --m_compiling;
+        if (variant.compiled.ok)
+            variant.memo_key = MeasurementMemo::key_for(variant.compiled.cubin, prepared.plan.json, variant.params);
+        prepared.variants.push_back(std::move(variant));
+    }
     return prepared;
 }
 
@@ -376,27 +422,77 @@ void GpuEvaluator::gpu_loop()
             m_work_ready.wait(lock, [this] { return m_stopping || !m_compiled.empty(); });
             if (m_stopping)
                 return;
-            prepared = std::move(m_compiled.front());
-            m_compiled.pop_front();
+            prepared = take_lowest_ticket(m_compiled);
         }
-        Evaluation evaluation;
-        try {
-            evaluation = evaluate(prepared);
-        } catch (const std::exception& e) {
-            // The per-candidate wrapper: nothing a candidate does may stop the pipeline.
-            evaluation.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
-                                                                                 "candidate: {}", e.what())};
-        }
-        evaluation.eval_seconds = std::chrono::duration<double>(Clock::now() - prepared.started).count();
-        finish(prepared.job.ticket, std::move(evaluation));
+        process(prepared);
     }
 }
 
+// Runs any job with a lower ticket that became ready meanwhile (a confirmation of the item the
+// caller is waiting to record, say) before the next variant of a sweep.
+void GpuEvaluator::serve_earlier_jobs(uint64_t ticket)
+{
+    for (;;) {
+        Prepared earlier;
+        {
+            std::lock_guard lock(m_mutex);
+            if (m_stopping || m_compiled.empty() || lowest_ticket(m_compiled)->job.ticket >= ticket)
+                return;
+            earlier = take_lowest_ticket(m_compiled);
+        }
+        process(earlier);
+    }
+}
+
+void GpuEvaluator::process(Prepared& prepared)
+{
+    Evaluation evaluation;
+    try {
+        evaluation = evaluate(prepared);
+    } catch (const std::exception& e) {
+        // The per-candidate wrapper: nothing a candidate does may stop the pipeline.
+        evaluation.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
+                                                                             "candidate: {}", e.what())};
+    }
+    evaluation.eval_seconds = std::chrono::duration<double>(Clock::now() - prepared.started).count();
+    finish(prepared.job.ticket, std::move(evaluation));
+}
+
+std::string GpuEvaluator::activity() const
+{
+    size_t waiting = 0, queued = 0;
+    {
+        std::lock_guard lock(m_mutex);
+        waiting = m_compiled.size();
+        queued = m_incoming.size();
+    }
+    std::vector<std::string> parts;
+    if (int64_t compiling = m_compiling.load(); compiling > 0)
+        parts.push_back(fmt::format("compiling {} variant{}", compiling, compiling == 1 ? "" : "s"));
+    if (queued > 0)
+        parts.push_back(fmt::format("{} job{} waiting to compile", queued, queued == 1 ? "" : "s"));
+    if (waiting > 0)
+        parts.push_back(fmt::format("{} job{} waiting for the GPU", waiting, waiting == 1 ? "" : "s"));
+    return join(parts, ", ");
+}
+
+// Every run goes through the measurement memo, which answers what earlier runs of the same point
+// already established and sends the rest to the worker (measure_variant).
 VariantResult GpuEvaluator::run_variant(const Variant& variant, const Plan& plan, bool verify_tests,
                                         const std::string& timing, bool held_out, bool profile)
 {
+    VariantAsk ask{verify_tests, parse_timing_standard(timing).value_or(TimingStandard::quick), held_out, profile};
+    VariantResult result = m_memo.run(variant.memo_key, ask, variant.origin,
+                                      [&](const VariantAsk& left) { return measure_variant(variant, plan, left); });
+    result.params = variant.params;
+    return result;
+}
+
+VariantResult GpuEvaluator::measure_variant(const Variant& variant, const Plan& plan, const VariantAsk& ask)
+{
     VariantResult result;
     result.params = variant.params;
+    result.from_worker = false;
     Json params = Json::object();
     for (const auto& [name, value] : variant.params)
         params[name] = value;
@@ -404,16 +500,18 @@ VariantResult GpuEvaluator::run_variant(const Variant& variant, const Plan& plan
                  {"cubin", Json::binary(std::vector<std::uint8_t>(variant.compiled.cubin.begin(), variant.compiled.cubin.end()))},
                  {"plan", plan.json},
                  {"params", params},
-                 {"verify_tests", verify_tests},
-                 {"verify_held_out", held_out},
-                 {"timing", timing},
-                 {"profile", profile},
+                 {"verify_tests", ask.verify_tests},
+                 {"verify_held_out", ask.held_out},
+                 {"timing", timing_standard_name(ask.timing)},
+                 {"profile", ask.profile},
                  {"deadline_ms", m_config.launch_deadline.count()}};
     // A backstop only: the worker enforces the per-run deadline itself and answers in time.
     auto deadline = std::chrono::milliseconds(60000) + 10 * m_config.launch_deadline;
     auto begin = Clock::now();
     WorkerReply reply = m_worker.request(request, deadline);
-    m_gpu_busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - begin).count();
+    auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - begin);
+    m_gpu_busy_ns += busy.count();
+    result.gpu_seconds = std::chrono::duration<double>(busy).count();
     if (reply.failure == WorkerFailure::crashed) {
         result.verdict = Verdict{VerdictKind::runtime_error,
                                  fmt::format("the GPU worker crashed while running this candidate: {}", reply.failure_message)};
@@ -427,6 +525,7 @@ VariantResult GpuEvaluator::run_variant(const Variant& variant, const Plan& plan
         result.verdict = Verdict{VerdictKind::runtime_error, reply.body.value("error", "the GPU worker failed")};
         return result;
     }
+    result.from_worker = true;
     const Json& verdict = reply.body.at("verdict");
     result.verdict.kind = parse_verdict(verdict.value("kind", "runtime_error")).value_or(VerdictKind::runtime_error);
     result.verdict.message = verdict.value("message", "");
@@ -485,6 +584,7 @@ Evaluation GpuEvaluator::evaluate(Prepared& prepared)
     } else {
         // Sweep: verify and screen-time every point, then time the winner properly.
         for (const Variant* variant : compiled) {
+            serve_earlier_jobs(prepared.job.ticket);
             results.push_back(run_variant(*variant, prepared.plan, true, "sweep", false));
             double fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;
             if (fitness > best_fitness) {
@@ -507,6 +607,7 @@ Evaluation GpuEvaluator::evaluate(Prepared& prepared)
                              {"fitness", r.verdict.is_correct() ? geomean_speedup(r.measurements, m_baselines) : 0}});
     }
     evaluation.metrics["sweep"] = sweep;
+    evaluation.metrics["runs"] = variant_runs_to_json(results);
 
     const VariantResult& last = results.back();
     if (best && !last.verdict.is_correct()) {
@@ -542,14 +643,7 @@ Evaluation GpuEvaluator::evaluate(Prepared& prepared)
     evaluation.metrics["baseline"] = baseline_summary(evaluation);
     if (!last.profile.empty())
         evaluation.metrics["profile"] = last.profile;
-    evaluation.metrics["ptxas"] = Json::array();
-    for (const auto& k : best->compiled.resources)
-        evaluation.metrics["ptxas"].push_back(Json{{"kernel", k.kernel},
-                                                   {"registers", k.registers},
-                                                   {"spill_store_bytes", k.spill_store_bytes},
-                                                   {"spill_load_bytes", k.spill_load_bytes},
-                                                   {"stack_frame_bytes", k.stack_frame_bytes},
-                                                   {"static_smem_bytes", k.static_smem_bytes}});
+    evaluation.metrics["ptxas"] = kernel_resources_metrics(best->compiled.resources, last.resources);
     if (last.notes.contains("below_roofline"))
         evaluation.metrics["suspicious"] = true;
 

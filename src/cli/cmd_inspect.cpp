@@ -235,6 +235,8 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
     report["top"] = top;
     report["bench_shapes"] = labels;
     report["failures"] = failures_section(archive, counts, options);
+    if (options.gpu_work)
+        report["gpu"] = gpu_work_section(archive);
     if (options.calls)
         report["calls"] = calls_section(archive, options);
     if (options.lineage) {

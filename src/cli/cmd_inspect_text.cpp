@@ -99,6 +99,8 @@ std::string summary_block(const Json& report)
             counts.push_back(fmt::format("{} {}", name, count));
     }
     line("verdicts", counts.empty() ? "none yet" : join(counts, ", "));
+    if (report.contains("gpu"))
+        line("gpu work", gpu_work_text(report["gpu"]));
     return out;
 }
 

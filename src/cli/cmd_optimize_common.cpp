@@ -263,6 +263,7 @@ void Session::start_evaluator(const RunConfig& config, uint64_t run_secret)
     evaluator.launch_deadline = to_ms(config.evaluator.value("deadline_s", 10.0));
     evaluator.cache_dir = cache_dir() / "cubin";
     evaluator.run_secret = run_secret;
+    evaluator.reuse_measurements = config.evaluator.value("reuse", true); // absent in runs from before the flag
     m_evaluator = make_gpu_evaluator(m_task, evaluator);
 }
 

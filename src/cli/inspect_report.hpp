@@ -19,6 +19,7 @@ struct InspectOptions
     bool calls = false;             // also list LLM usage per model and recent calls
     std::optional<int64_t> lineage; // also show this candidate's ancestry
     bool grid = false;              // also draw each island's MAP-Elites grid
+    bool gpu_work = true;           // the "gpu" section (reads every candidate's runs)
     size_t limit = 30;              // rows of the failure and call lists
     bool json = false;
 };
@@ -45,5 +46,11 @@ Json grid_section(const Archive& archive);
 int run_island_count(const Json& run_config, const std::vector<Elite>& elites);
 // Each island's grid as a text heatmap.
 std::string render_grid_text(const Json& grid);
+// How the run's GPU time went (cmd_inspect_gpu.cpp): runs measured and reused, and the time spent
+// measuring a (binary, plan, params) point again that earlier runs had covered; with the seconds
+// from the first candidate's record to the run's start.
+Json gpu_work_section(const Archive& archive);
+// "GPU time on repeats: 3.1 s of 52.0 s (6%); ..." from that section.
+std::string gpu_work_text(const Json& gpu);
 
 } // namespace kforge

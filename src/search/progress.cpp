@@ -15,6 +15,7 @@ namespace kforge {
 namespace {
 
 constexpr auto k_redraw_interval = std::chrono::milliseconds(250);
+constexpr auto k_waiting_line_interval = std::chrono::seconds(5); // lines mode: silence before a note
 
 size_t terminal_width()
 {
@@ -58,6 +59,8 @@ std::string render_progress_line(const ProgressSnapshot& s)
     parts.push_back(fmt::format("${:.2f}", s.cost_usd));
     parts.push_back(format_elapsed(s.elapsed_s) + (s.eta_s ? " ETA " + format_elapsed(*s.eta_s) : ""));
     parts.push_back(fmt::format("GPU {:.0f}%", 100 * s.gpu_busy));
+    if (!s.waiting_for.empty())
+        parts.push_back("waiting for: " + s.waiting_for);
     return "kforge: " + join(parts, " | ");
 }
 
@@ -70,6 +73,7 @@ ProgressReporter::~ProgressReporter()
 
 void ProgressReporter::recorded(const ProgressSnapshot& snapshot, std::string_view line)
 {
+    m_last_line = std::chrono::steady_clock::now();
     if (m_mode == ProgressMode::lines)
         log_info("[{}/{}] {}", snapshot.done, snapshot.budget, line);
     else if (m_mode == ProgressMode::live) {
@@ -86,9 +90,14 @@ void ProgressReporter::event(std::string_view text)
 
 void ProgressReporter::tick(const ProgressSnapshot& snapshot)
 {
+    auto now = std::chrono::steady_clock::now();
+    if (m_mode == ProgressMode::lines && !snapshot.waiting_for.empty() && now - m_last_line >= k_waiting_line_interval) {
+        m_last_line = now;
+        log_info("[{}/{}] {}: waiting for: {}", snapshot.done, snapshot.budget, format_elapsed(snapshot.elapsed_s),
+                 snapshot.waiting_for);
+    }
     if (m_mode != ProgressMode::live)
         return;
-    auto now = std::chrono::steady_clock::now();
     if (now - m_last_draw < k_redraw_interval)
         return;
     m_last_draw = now;

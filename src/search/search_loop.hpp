@@ -79,6 +79,7 @@ private:
     void finish();
     void verify_final_best();
     ProgressSnapshot snapshot() const;
+    std::string waiting_for() const;
     double elapsed_s() const;
 
     // --- search_schedule.cpp ---

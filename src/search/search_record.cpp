@@ -40,6 +40,16 @@ bool interrupted_call(const Proposal& proposal)
     return false;
 }
 
+// metrics.runs (every GPU run of the candidate, for `kforge inspect`): `first`'s, then `later`'s.
+void append_runs(Json& metrics, const Json& first, const Evaluation& later)
+{
+    Json runs = first.value("runs", Json::array());
+    for (const auto& run : later.metrics.value("runs", Json::array()))
+        runs.push_back(run);
+    if (!runs.empty())
+        metrics["runs"] = runs;
+}
+
 std::string describe_verdict(const Candidate& candidate)
 {
     const Evaluation& e = candidate.evaluation;
@@ -135,6 +145,7 @@ void SearchLoop::submit(Flight& flight, EvalJobKind kind, EvalOptions options)
 {
     EvalJob job;
     job.ticket = flight.item.seq * k_job_kinds + static_cast<uint64_t>(kind);
+    job.label = flight.source_hash;
     job.source = flight.source;
     options.task_code = flight.item.kind == ItemKind::reference;
     job.options = std::move(options);
@@ -327,10 +338,15 @@ Evaluation SearchLoop::merged_evaluation(const Flight& flight) const
             merged.metrics["sweep"] = screen.metrics["sweep"];
         merged.metrics["screen_fitness"] = screen.fitness ? Json(*screen.fitness) : Json();
         merged.eval_seconds += screen.eval_seconds;
+        append_runs(merged.metrics, screen.metrics, *flight.confirm);
+    } else if (flight.confirm) {
+        // Started early and then not needed: its numbers are not recorded, its GPU time is.
+        append_runs(merged.metrics, merged.metrics, *flight.confirm);
     }
     if (flight.held_out) {
         const Evaluation& check = *flight.held_out;
         merged.eval_seconds += check.eval_seconds;
+        append_runs(merged.metrics, merged.metrics, check);
         for (const auto& m : check.measurements)
             if (m.shape_set == "held_out")
                 merged.measurements.push_back(m);
