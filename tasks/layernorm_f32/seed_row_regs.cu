@@ -240,6 +240,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 layernorm_rows(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
                float* __restrict__ y, int M, int N, float eps)
 {
+#if !PERSIST   // launched only when PERSIST = 0: no code (and no registers) otherwise
     const int TX = blockDim.x;
     const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
     const Row r = row_view(x, y, row, N, row < M);
@@ -256,6 +257,7 @@ layernorm_rows(const float* __restrict__ x, const float* __restrict__ gamma, con
         if (j < chunks)
             store_out(r, j, v[k], mean, rstd, gamma, beta);
     }
+#endif
 }
 
 // One step of the persistent kernel: issues the loads of row group `next` (when `has_next`) into `nxt`,
@@ -296,6 +298,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 layernorm_rows_persistent(const float* __restrict__ x, const float* __restrict__ gamma,
                           const float* __restrict__ beta, float* __restrict__ y, int M, int N, float eps)
 {
+#if PERSIST   // launched only when PERSIST = 1
     __shared__ float shared[2][3][32];
     const int TY = blockDim.y;
     const int64_t groups = ((int64_t)M + TY - 1) / TY, stride = gridDim.x;
@@ -318,6 +321,7 @@ layernorm_rows_persistent(const float* __restrict__ x, const float* __restrict__
         if (group >= groups)
             break;
     }
+#endif
 }
 
 // Longer rows (launched when C > THREADS * VPT), one block per row: tiles of THREADS * LOOP_VPT chunks,
