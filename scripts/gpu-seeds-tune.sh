@@ -94,7 +94,7 @@ while IFS=$'\t' read -r label spec file; do
         continue
     fi
     start=$(date +%s)
-    timeout "${EVAL_TIMEOUT:-120}" "$KF" eval "$spec" "$file" --held-out --json >"$out/$label.json" 2>"$out/$label.log"
+    timeout "${EVAL_TIMEOUT:-90}" "$KF" eval "$spec" "$file" --held-out --json >"$out/$label.json" 2>"$out/$label.log"
     rc=$?
     took[$task]=$(( $(date +%s) - start ))
     echo "$label rc=$rc in ${took[$task]}s" | tee -a "$out/runs.txt"

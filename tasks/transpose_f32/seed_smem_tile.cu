@@ -9,14 +9,15 @@
 // bytes into output rows; what DRAM sees is the union over the ~1000 blocks resident at once. GROUP = 1
 // is the classic order (tiles along an input row band first): the resident blocks read long runs of a
 // few input rows but write 128-256 B pieces into thousands of output rows, whose neighbours are written
-// one band (M=2048 x N=131072: 16 MB of output) later, so every write opens a DRAM page for 128 B. With
-// GROUP = G the blocks walk G tile rows down first, then the next tile column (the GEMM-style grouped
-// raster): the resident set covers about G x (1000 / G) tiles, so reads come in runs of (1000 / G) x 4
-// TILE bytes and writes in runs of 4 G TILE bytes (G = 16, TILE 32: 2 KB writes and 8 KB reads instead
-// of 128 B and 128 KB). Measured on an H100 before GROUP (order 1): 180.5 / 729.2 / 736.0 us on the
-// bench shapes, ~98% of the copy bandwidth, against torch.compile's 193.2 / 733.8 / 728.9; the grouped
-// order is expected to close the wide shape's page-miss cost. ROWS 16 (the fewest loads in flight per
-// SM) is gone to keep the sweep at 16 points.
+// one band (M=2048 x N=131072: 16 MB of output) later, so each piece likely costs a DRAM page opening
+// of its own (the hypothesis behind GROUP; the sweep decides). With GROUP = G the blocks walk G tile
+// rows down first, then the next tile column (the GEMM-style grouped raster): the resident set covers
+// about G x (1000 / G) tiles, so reads come in runs of (1000 / G) x 4 TILE bytes and writes in runs of
+// 4 G TILE bytes (G = 16, TILE 32: 2 KB writes and 8 KB reads instead of 128 B and 128 KB). Measured
+// on an H100 before GROUP (order 1): 180.5 / 729.2 / 736.0 us on the bench shapes, ~98% of the copy
+// bandwidth, against torch.compile's 193.2 / 733.8 / 728.9; the grouped order is meant to remove the
+// wide shape's extra 1%. ROWS 16 (the fewest loads in flight per SM) is gone to keep the sweep at 16
+// points.
 /* kforge:plan
 { "params": {"TILE": [32, 64], "ROWS": [4, 8], "STREAM": [0, 1], "GROUP": [1, 16]},
   "launches": [{"kernel": "transpose_tile", "grid": ["ceil_div(N, TILE) * ceil_div(M, TILE)"],
