@@ -10,7 +10,9 @@
 # The runs go round-robin over the tasks, most informative points first, and stop starting new ones
 # once BUDGET_S (default 320) seconds have passed, so the whole script stays under 6 minutes on one
 # H100; skipped points are listed. TORCH=1 also times torch eager and torch.compile on the same bench
-# shapes at the end (L2 flushed by a 256 MiB read; adds a few minutes for compilation).
+# shapes at the end, once with kforge's kind of L2 flush (a 256 MiB read) and once with a memset flush
+# (as scripts/gpu-seeds-norm.sh and bench/torch_baselines.py do), which leaves dirty lines for the
+# timed operation to write back; compiling takes minutes, so BUDGET_S=0 TORCH=1 runs torch alone.
 # Everything (JSON, logs, pinned sources, the table) is packed into $OUT/seeds-tune.tar.gz, one file;
 # the table is printed and also written to $OUT/seeds-tune-table.txt.
 # usage: [BUDGET_S=320] [TORCH=1] scripts/gpu-seeds-tune.sh [TASK...]   (default: the three tasks)
@@ -106,11 +108,13 @@ import json, sys
 import torch
 here, out, tasks = sys.argv[1], sys.argv[2], sys.argv[3:]
 flush = torch.empty(64 * 2**20, dtype=torch.float32, device="cuda")
-def median_us(fn, reps=50):
+def median_us(fn, write_flush, reps=50):
     fn(); torch.cuda.synchronize()
     times = []
     for _ in range(reps):
-        flush.sum()   # a 256 MiB read leaves L2 clean, like kforge's flush
+        # kforge flushes L2 by reading 256 MiB (clean lines); a memset flush leaves up to an L2 of dirty
+        # lines that the timed operation then writes back. Both are timed to show the difference.
+        flush.zero_() if write_flush else flush.sum()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record(); fn(); b.record(); torch.cuda.synchronize()
         times.append(a.elapsed_time(b) * 1e3)
@@ -132,16 +136,19 @@ for task in tasks:
     for s in json.load(open(f"{here}/tasks/{task}.json"))["shapes"]["bench"]:
         label = ",".join(f"{k}={v}" for k, v in sorted(s.items()) if k not in ("seed", "label"))
         fn = op(task, s)
-        results[f"{task}|{label}"] = {"eager_us": median_us(fn), "compile_us": median_us(torch.compile(fn))}
+        compiled = torch.compile(fn)
+        results[f"{task}|{label}"] = {"eager_us": median_us(fn, False), "compile_us": median_us(compiled, False),
+                                     "eager_wflush_us": median_us(fn, True),
+                                     "compile_wflush_us": median_us(compiled, True)}
         del fn
         torch.cuda.empty_cache()
         json.dump(results, open(f"{out}/torch.json", "w"), indent=1)
 EOF
 fi
 
-python3 - "$out" "${tasks[@]}" <<'EOF' | tee "$out/table.txt"
+python3 - "$here" "$out" "${tasks[@]}" <<'EOF' | tee "$out/table.txt"
 import glob, json, math, os, sys
-out, tasks = sys.argv[1], sys.argv[2:]
+here, out, tasks = sys.argv[1], sys.argv[2], sys.argv[3:]
 def load(path):
     try:
         return json.load(open(path))
@@ -157,40 +164,46 @@ for task in tasks:
     for path in sorted(glob.glob(f"{out}/{task}--*.json")):
         label = os.path.basename(path)[len(task) + 2:-5]
         rows.append((label, load(path), path))
-    shapes = next((r["shapes"] for _, r, _ in rows if r and r.get("shapes")), [])
-    if not shapes:
-        print(f"\n{task}: no timed result"); continue
-    names = [s["shape"] for s in shapes]
-    print(f"\n{task}: median us (% of measured copy bandwidth) per bench shape; vendor = "
-          f"{shapes[0].get('vendor_subject') or 'none'}")
+    # Bench shapes labelled as kforge labels them (NAME=value in alphabetical order, or the label).
+    names = [b.get("label") or ",".join(f"{k}={v}" for k, v in sorted(b.items()) if k != "seed")
+             for b in json.load(open(f"{here}/tasks/{task}.json"))["shapes"]["bench"]]
+    def by_shape(r):   # the result's shapes in the order of `names` (None where missing)
+        found = {s["shape"]: s for s in (r or {}).get("shapes") or []}
+        return [found.get(n) for n in names]
+    vendor_name = next((s.get("vendor_subject") for _, r, _ in rows for s in (r or {}).get("shapes") or []
+                        if s.get("vendor_subject")), "") or "none"
+    print(f"\n{task}: median us (% of measured copy bandwidth, x vendor) per bench shape; vendor = {vendor_name}")
     vend = []
     for i in range(len(names)):
-        v = sorted(r["shapes"][i]["vendor_ns"] / 1e3 for _, r, _ in rows
-                   if r and r.get("shapes") and r["shapes"][i].get("vendor_ns"))
+        v = sorted(by_shape(r)[i]["vendor_ns"] / 1e3 for _, r, _ in rows
+                   if by_shape(r)[i] and by_shape(r)[i].get("vendor_ns"))
         vend.append(v[len(v) // 2] if v else 0.0)
     print(f"  {'point':58} {'verdict':8} " + " ".join(f"{n[:19]:>19}" for n in names) + "   geomean")
     if any(vend):
         print(f"  {'vendor (median over the runs)':58} {'':8} " + " ".join(f"{v:10.1f}u       " for v in vend))
     tt = [torch_times.get(f"{task}|{n}", {}) for n in names]
-    for kind in ("eager_us", "compile_us"):
+    for kind in ("eager_us", "compile_us", "eager_wflush_us", "compile_wflush_us"):
         if any(kind in t for t in tt):
-            print(f"  {'torch ' + kind[:-3]:58} {'':8} " + " ".join(f"{t.get(kind, 0):10.1f}u       " for t in tt))
+            name = "torch " + kind[:-3].replace("_wflush", " (memset flush)")
+            print(f"  {name:58} {'':8} " + " ".join(f"{t.get(kind, 0):10.1f}u       " for t in tt))
     best = {}
     for label, r, path in rows:
         if not r or not r.get("shapes"):
             msg = (r or {}).get("message") or f"no result, see {os.path.basename(path)[:-5]}.log"
             print(f"  {label[:58]:58} {(r or {}).get('verdict', '?'):8} {msg[:90]}"); continue
         cells, logs = [], []
-        for i, s in enumerate(r["shapes"]):
-            med = s["median_ns"] / 1e3
-            ratio = f" {s['vendor_ns'] / s['median_ns']:4.2f}x" if s.get("vendor_ns") else "      "
-            cells.append(f"{med:8.1f}u {100 * s['measured_roofline_fraction']:3.0f}%{ratio}")
+        for i, sh in enumerate(by_shape(r)):
+            if sh is None:
+                cells.append(f"{'-':>19}"); continue
+            med = sh["median_ns"] / 1e3
+            ratio = f" {sh['vendor_ns'] / sh['median_ns']:4.2f}x" if sh.get("vendor_ns") else "      "
+            cells.append(f"{med:8.1f}u {100 * sh['measured_roofline_fraction']:3.0f}%{ratio}")
             logs.append(math.log(med))
             if r.get("verdict") == "correct" and med < best.get(i, (1e30, ""))[0]:
                 best[i] = (med, label)
         held = r.get("metrics", {}).get("notes", {}).get("held_out_runs", 0)
         regs = max((k["registers"] for k in r.get("metrics", {}).get("ptxas", [])), default=0)
-        geo = math.exp(sum(logs) / len(logs))
+        geo = math.exp(sum(logs) / len(logs)) if logs else 0.0
         print(f"  {label[:58]:58} {r.get('verdict', '?')[:8]:8} " + " ".join(cells) +
               f" {geo:8.1f}u  ho{held} {regs}r")
     for i, n in enumerate(names):
