@@ -324,8 +324,9 @@ layernorm_rows_persistent(const float* __restrict__ x, const float* __restrict__
 #endif
 }
 
-// Longer rows (launched when C > THREADS * VPT), one block per row: tiles of THREADS * LOOP_VPT chunks,
-// running triples merged tile by tile, then the output with the tiles in reverse order.
+// Longer rows (launched when C > THREADS * VPT, or THREADS * PVPT with PERSIST = 1), one block per row:
+// tiles of THREADS * LOOP_VPT chunks, running triples merged tile by tile, then the output with the
+// tiles in reverse order.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 layernorm_long_rows(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
                     float* __restrict__ y, int M, int N, float eps)
