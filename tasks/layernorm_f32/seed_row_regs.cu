@@ -16,32 +16,56 @@
 // 16-byte aligned (always when N % 4 == 0), scalar loads otherwise.
 //
 // Rows longer than THREADS * VPT chunks (the test with N = 100000, or N > 32768 at THREADS 1024, VPT 8)
-// go to a second kernel, layernorm_long_rows (the plan launches one of the two, by N; separate kernels
+// go to another kernel, layernorm_long_rows (the plan launches one of the three, by N and PERSIST; separate kernels
 // keep the register path's allocation free of the loop's): one block per row, tiles of THREADS x 4
 // chunks, running per-thread triples merged tile by tile, then the output pass with the tiles in
 // reverse order (the row's tail is the likeliest still in L2): 2 reads + 1 write.
 //
 // Plan: C = ceil(N/4) + (N % 4 != 0) chunks at most; TX = min(THREADS, 32 ceil(C / (32 VPT))) (a warp
 // per row when N <= 128 VPT); TY = max(1, THREADS / TX). The kernels derive the rest from blockDim and
-// N. Params (6 points): THREADS (block size and the most threads per row), VPT (float4 registers
-// per thread). Expected: 85-90% of DRAM copy bandwidth at the bench shapes (4096 x 16384 with THREADS
-// 512/1024: one row of 64 KB per block).
+// N. Measured on an H100 (PERSIST 0, STREAM 1): THREADS 512, VPT 8 best, 92.9 / 183.5 / 182.5 us on the
+// bench shapes, 97-98% of the device-to-device copy bandwidth; the 256-thread points were dominated and
+// are gone.
+//
+// PERSIST = 1 launches layernorm_rows_persistent instead: one block per SM (132 on H100 SXM / H200; on
+// another GPU any grid is still correct) loops over row groups and issues the next group's loads before
+// it reduces and stores the current one, so the SM's read stream never drains between rows (no block
+// relaunch and no wave tail: the last groups are already loaded when the other SMs run out), with one
+// barrier per row group instead of two. It holds two row sets of at most 4096 chunks per block each
+// (PVPT = min(VPT, 4096 / THREADS) chunks per thread: 1024 x 8 runs as 1024 x 4). Expected: part of the
+// 1-3% that launch ramp, wave tail and the per-block load/reduce/store phases cost at 97-98% of copy.
+//
+// STREAM (one value, 1: evict-first __ldcs loads of x and __stcs stores of y; 0: default caching, as
+// Triton's generated LayerNorm does) is a param so that a pinned run can compare both; gamma and beta
+// always go through __ldg (read by every row, they stay in L1/L2).
+//
+// Params (8 points): THREADS (block size and the most threads per row), VPT (float4 registers per thread
+// per row), PERSIST {0, 1}, STREAM {1}.
 /* kforge:plan
-{ "params": {"THREADS": [256, 512, 1024], "VPT": [4, 8]},
+{ "params": {"THREADS": [512, 1024], "VPT": [4, 8], "PERSIST": [0, 1], "STREAM": [1]},
   "launches": [{"kernel": "layernorm_rows",
-                "repeat": "ceil_div(N, 4) + (N % 4 != 0) <= THREADS * VPT",
-                "grid": ["ceil_div(M, max(1, THREADS / min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT))))"],
-                "block": ["min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT))",
-                          "max(1, THREADS / min(THREADS, 32 * ceil_div(ceil_div(N, 4) + (N % 4 != 0), 32 * VPT)))"],
+                "repeat": "PERSIST == 0 && (ceil_div(N, 4) + (N % 4 != 0)) <= THREADS * VPT",
+                "grid": ["ceil_div(M, max(1, THREADS / min(THREADS, 32 * ceil_div((ceil_div(N, 4) + (N % 4 != 0)), 32 * VPT))))"],
+                "block": ["min(THREADS, 32 * ceil_div((ceil_div(N, 4) + (N % 4 != 0)), 32 * VPT))",
+                          "max(1, THREADS / min(THREADS, 32 * ceil_div((ceil_div(N, 4) + (N % 4 != 0)), 32 * VPT)))"],
+                "args": ["x", "gamma", "beta", "y", "M", "N", "eps"]},
+               {"kernel": "layernorm_rows_persistent",
+                "repeat": "PERSIST == 1 && (ceil_div(N, 4) + (N % 4 != 0)) <= THREADS * min(VPT, 4096 / THREADS)",
+                "grid": ["min(ceil_div(M, max(1, THREADS / min(THREADS, 32 * ceil_div((ceil_div(N, 4) + (N % 4 != 0)), 32 * min(VPT, 4096 / THREADS))))), 132)"],
+                "block": ["min(THREADS, 32 * ceil_div((ceil_div(N, 4) + (N % 4 != 0)), 32 * min(VPT, 4096 / THREADS)))",
+                          "max(1, THREADS / min(THREADS, 32 * ceil_div((ceil_div(N, 4) + (N % 4 != 0)), 32 * min(VPT, 4096 / THREADS))))"],
                 "args": ["x", "gamma", "beta", "y", "M", "N", "eps"]},
                {"kernel": "layernorm_long_rows",
-                "repeat": "ceil_div(N, 4) + (N % 4 != 0) > THREADS * VPT",
+                "repeat": "(ceil_div(N, 4) + (N % 4 != 0)) > THREADS * (VPT - PERSIST * (VPT - min(VPT, 4096 / THREADS)))",
                 "grid": ["M"], "block": ["THREADS"],
                 "args": ["x", "gamma", "beta", "y", "M", "N", "eps"]}] }
 */
 
 #define MIN_BLOCKS (1024 / THREADS > 1 ? 1024 / THREADS : 1)   // at least 1024 threads per SM: <= 64 registers
 #define LOOP_VPT (VPT < 4 ? VPT : 4)   // chunks per thread per tile on the looped path (no spills)
+// Chunks per thread per row set in the persistent kernel: it holds two sets of at most 4096 chunks per
+// block (32 data registers per thread at 1024 threads, 64 at 512), so THREADS 1024, VPT 8 runs as VPT 4.
+#define PVPT (THREADS * VPT > 4096 ? 4096 / THREADS : VPT)
 
 // A row seen through the float4 grid: row element i is base[a + i], n elements (0 for a row past M).
 struct Row {
@@ -90,7 +114,10 @@ __device__ __forceinline__ void store_out(const Row& r, int j, float4 v, float m
                                  fmaf((v.z - mean) * rstd, g.z, b.z), fmaf((v.w - mean) * rstd, g.w, b.w));
     const int e = 4 * j - r.a;
     if (e >= 0 && e + 4 <= r.n) {
-        __stcs(reinterpret_cast<float4*>(r.out) + j, o);
+        if (STREAM)
+            __stcs(reinterpret_cast<float4*>(r.out) + j, o);
+        else
+            reinterpret_cast<float4*>(r.out)[j] = o;
         return;
     }
     float* p = r.out + 4 * j;
@@ -141,11 +168,11 @@ __device__ __forceinline__ void warp_merge(float& n, float& mean, float& m2)
     }
 }
 
-// Merges the triples of the blockDim.x threads of each row; every thread gets its row's result.
-// Called by every thread of the block (it may hold a block barrier).
-__device__ __forceinline__ void row_merge(float& n, float& mean, float& m2)
+// Merges the triples of the blockDim.x threads of each row through `shared` (one barrier when TX > 32);
+// every thread gets its row's result. Called by every thread of the block. The caller keeps `shared`
+// unwritten until every thread has read it.
+__device__ __forceinline__ void row_merge_via(float& n, float& mean, float& m2, float (*shared)[32])
 {
-    __shared__ float shared[3][32];
     warp_merge(n, mean, m2);
     const int TX = blockDim.x;
     if (TX == 32)
@@ -161,7 +188,15 @@ __device__ __forceinline__ void row_merge(float& n, float& mean, float& m2)
     mean = lane < warps ? shared[1][first + lane] : 0.0f;
     m2 = lane < warps ? shared[2][first + lane] : 0.0f;
     warp_merge(n, mean, m2);
-    __syncthreads();   // the array may be reused
+}
+
+// row_merge_via with its own array and a second barrier after it (the array may be reused).
+__device__ __forceinline__ void row_merge(float& n, float& mean, float& m2)
+{
+    __shared__ float shared[3][32];
+    row_merge_via(n, mean, m2, shared);
+    if (blockDim.x > 32)
+        __syncthreads();
 }
 
 // The thread's triple over its K chunks starting at `from` (chunks at or past `to` hold zeros).
@@ -205,12 +240,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 layernorm_rows(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
                float* __restrict__ y, int M, int N, float eps)
 {
+#if !PERSIST   // launched only when PERSIST = 0: no code (and no registers) otherwise
     const int TX = blockDim.x;
     const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
     const Row r = row_view(x, y, row, N, row < M);
     const int chunks = r.chunks();
     float4 v[VPT];
-    load_tile(r, v, 0, chunks, true);
+    load_tile(r, v, 0, chunks, STREAM != 0);
     float n, mean, m2;
     thread_stats(r, v, 0, chunks, n, mean, m2);
     row_merge(n, mean, m2);
@@ -221,10 +257,76 @@ layernorm_rows(const float* __restrict__ x, const float* __restrict__ gamma, con
         if (j < chunks)
             store_out(r, j, v[k], mean, rstd, gamma, beta);
     }
+#endif
 }
 
-// Longer rows (launched when C > THREADS * VPT), one block per row: tiles of THREADS * LOOP_VPT chunks,
-// running triples merged tile by tile, then the output with the tiles in reverse order.
+// One step of the persistent kernel: issues the loads of row group `next` (when `has_next`) into `nxt`,
+// then normalises row group `group` from `cur` (loaded one step earlier). Called by every thread.
+__device__ __forceinline__ void persistent_step(const float* __restrict__ x, const float* __restrict__ gamma,
+                                                const float* __restrict__ beta, float* __restrict__ y, int M, int N,
+                                                float eps, int64_t group, int64_t next, bool has_next,
+                                                float4 (&cur)[PVPT], float4 (&nxt)[PVPT], float (*shared)[32])
+{
+    const int TX = blockDim.x, TY = blockDim.y;
+    if (has_next) {
+        const int64_t row = next * TY + threadIdx.y;
+        const Row r = row_view(x, y, row, N, row < M);
+        load_tile(r, nxt, 0, r.chunks(), STREAM != 0);
+    }
+    const int64_t row = group * TY + threadIdx.y;
+    const Row r = row_view(x, y, row, N, row < M);
+    const int chunks = r.chunks();
+    float n, mean, m2;
+    thread_stats(r, cur, 0, chunks, n, mean, m2);
+    row_merge_via(n, mean, m2, shared);
+    const float rstd = rsqrtf(m2 / (float)N + eps);
+#pragma unroll
+    for (int k = 0; k < PVPT; ++k) {
+        const int j = (int)threadIdx.x + k * TX;
+        if (j < chunks)
+            store_out(r, j, cur[k], mean, rstd, gamma, beta);
+    }
+}
+
+// Rows of at most TX * PVPT chunks, persistent (PERSIST = 1): one block per SM walks the row groups
+// blockIdx.x, blockIdx.x + gridDim.x, ... (TY rows each, so the SMs sweep one contiguous band of rows at
+// a time) and keeps the next group's loads in flight while it reduces and stores the current one. Two
+// register sets with alternating roles (the step appears twice: no copies that would wait on loads) and
+// two shared arrays by parity (one barrier per row group: a thread rewrites an array only after the
+// next barrier, which every thread reaches after reading it).
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+layernorm_rows_persistent(const float* __restrict__ x, const float* __restrict__ gamma,
+                          const float* __restrict__ beta, float* __restrict__ y, int M, int N, float eps)
+{
+#if PERSIST   // launched only when PERSIST = 1
+    __shared__ float shared[2][3][32];
+    const int TY = blockDim.y;
+    const int64_t groups = ((int64_t)M + TY - 1) / TY, stride = gridDim.x;
+    int64_t group = blockIdx.x;
+    if (group >= groups)
+        return;
+    float4 a[PVPT], b[PVPT];
+    {
+        const int64_t row = group * TY + threadIdx.y;
+        const Row r = row_view(x, y, row, N, row < M);
+        load_tile(r, a, 0, r.chunks(), STREAM != 0);
+    }
+    for (;;) {
+        persistent_step(x, gamma, beta, y, M, N, eps, group, group + stride, group + stride < groups, a, b, shared[0]);
+        group += stride;
+        if (group >= groups)
+            break;
+        persistent_step(x, gamma, beta, y, M, N, eps, group, group + stride, group + stride < groups, b, a, shared[1]);
+        group += stride;
+        if (group >= groups)
+            break;
+    }
+#endif
+}
+
+// Longer rows (launched when C > THREADS * VPT, or THREADS * PVPT with PERSIST = 1), one block per row:
+// tiles of THREADS * LOOP_VPT chunks, running triples merged tile by tile, then the output with the
+// tiles in reverse order.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 layernorm_long_rows(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
                     float* __restrict__ y, int M, int N, float eps)
