@@ -23,9 +23,9 @@
 //
 // Plan: C = ceil(N/4) + (N % 4 != 0) chunks at most; TX = min(THREADS, 32 ceil(C / (32 VPT))) (a warp
 // per row when N <= 128 VPT); TY = max(1, THREADS / TX). The kernels derive the rest from blockDim and
-// N. Measured on an H100 (PERSIST 0, STREAM 1): THREADS 512, VPT 8 best, 92.9 / 183.5 / 182.5 us on the
-// bench shapes, 97-98% of the device-to-device copy bandwidth; the 256-thread points were dominated and
-// are gone.
+// N. Measured on an H100 (PERSIST 0): THREADS 512, VPT 8 best, 90.2 / 179.2 / 179.5 us on the bench
+// shapes with STREAM 0, 99-100% of the device-to-device copy bandwidth (STREAM 1: 93.0 / 183.6 / 182.3);
+// the 256-thread points were dominated and are gone.
 //
 // PERSIST = 1 launches layernorm_rows_persistent instead: one block per SM (132 on H100 SXM / H200; on
 // another GPU any grid is still correct) loops over row groups and issues the next group's loads before
@@ -34,15 +34,17 @@
 // barrier per row group instead of two. It holds two row sets of at most 4096 chunks per block each
 // (PVPT = min(VPT, 4096 / THREADS) chunks per thread: 1024 x 8 runs as 1024 x 4). Expected: part of the
 // 1-3% that launch ramp, wave tail and the per-block load/reduce/store phases cost at 97-98% of copy.
+// Measured, it lost: 107.6 / 198.8 / 203.2 us (84-90% of copy) at its best point, so the sweep leaves
+// it out (PERSIST {0}); the kernel stays as a documented alternative a proposal may revisit.
 //
-// STREAM (one value, 1: evict-first __ldcs loads of x and __stcs stores of y; 0: default caching, as
-// Triton's generated LayerNorm does) is a param so that a pinned run can compare both; gamma and beta
-// always go through __ldg (read by every row, they stay in L1/L2).
+// STREAM (1: evict-first __ldcs loads of x and __stcs stores of y; 0: default caching, as Triton's
+// generated LayerNorm does, 2-3% faster on the H100) is a one-value param so a proposal can flip it;
+// gamma and beta always go through __ldg (read by every row, they stay in L1/L2).
 //
-// Params (8 points): THREADS (block size and the most threads per row), VPT (float4 registers per thread
-// per row), PERSIST {0, 1}, STREAM {1}.
+// Params (4 points): THREADS (block size and the most threads per row), VPT (float4 registers per thread
+// per row), PERSIST {0}, STREAM {0}.
 /* kforge:plan
-{ "params": {"THREADS": [512, 1024], "VPT": [4, 8], "PERSIST": [0, 1], "STREAM": [1]},
+{ "params": {"THREADS": [512, 1024], "VPT": [4, 8], "PERSIST": [0], "STREAM": [0]},
   "launches": [{"kernel": "layernorm_rows",
                 "repeat": "PERSIST == 0 && (ceil_div(N, 4) + (N % 4 != 0)) <= THREADS * VPT",
                 "grid": ["ceil_div(M, max(1, THREADS / min(THREADS, 32 * ceil_div((ceil_div(N, 4) + (N % 4 != 0)), 32 * VPT))))"],
