@@ -36,9 +36,9 @@ namespace fs = std::filesystem;
 
 enum class DatasetFilter
 {
-    all,       // every candidate and every model call without a candidate
-    correct,   // candidates whose verdict is correct
-    improving  // correct candidates faster than their parent, or the best so far (dataset_record.hpp)
+    all,      // every candidate and every model call without a candidate
+    correct,  // candidates whose verdict is correct
+    improving // Improvement::improving (dataset_record.hpp)
 };
 
 struct DatasetOptions
@@ -221,9 +221,8 @@ int run_dataset(const DatasetOptions& options)
     log_info("wrote {} record{} to {}: {} candidates ({} with their model call), {} model calls "
              "without a candidate, from {} archive{}",
              sink.records(), sink.records() == 1 ? "" : "s",
-             options.output == "-" ? "stdout" : options.output, counts.candidates,
-             counts.with_call, counts.calls, options.archives.size(),
-             options.archives.size() == 1 ? "" : "s");
+             options.output == "-" ? "stdout" : options.output, counts.candidates, counts.with_call,
+             counts.calls, options.archives.size(), options.archives.size() == 1 ? "" : "s");
     return k_exit_ok;
 }
 
@@ -240,9 +239,8 @@ void add_dataset_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("--only", options->only,
                     "only candidates that are 'correct', or 'improving' (correct and faster than "
                     "their parent, or the archive's best so far)")
-        ->transform(CLI::CheckedTransformer(
-            std::map<std::string, DatasetFilter>{{"correct", DatasetFilter::correct},
-                                                 {"improving", DatasetFilter::improving}}));
+        ->transform(CLI::CheckedTransformer(std::map<std::string, DatasetFilter>{
+            {"correct", DatasetFilter::correct}, {"improving", DatasetFilter::improving}}));
     cmd->add_flag("--force", options->force, "replace FILE if it exists");
     cmd->callback([options, &slot] { slot = [options] { return run_dataset(*options); }; });
 }

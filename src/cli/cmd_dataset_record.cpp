@@ -111,7 +111,8 @@ const Measurement* pick(const std::vector<Measurement>& list, const std::string&
 {
     const Measurement* found = nullptr;
     for (const auto& m : list)
-        if (m.subject == subject && same_shape(m, like) && (!found || m.confirmed || !found->confirmed))
+        if (m.subject == subject && same_shape(m, like) &&
+            (!found || m.confirmed || !found->confirmed))
             found = &m;
     return found;
 }
@@ -161,9 +162,9 @@ Json speedup_json(const Evaluation& evaluation)
                     {"vendor_subject", nullptr},
                     {"vendor_library", nullptr}};
     const Json& baseline = evaluation.metrics.value("baseline", Json::object());
-    if (evaluation.fitness && baseline.is_object() && baseline.value("subject", "") != "reference" &&
-        baseline.contains("speedup") && baseline["speedup"].is_number() &&
-        baseline.value("subject", "") != "") {
+    if (evaluation.fitness && baseline.is_object() &&
+        baseline.value("subject", "") != "reference" && baseline.contains("speedup") &&
+        baseline["speedup"].is_number() && baseline.value("subject", "") != "") {
         speedup["vendor"] = baseline["speedup"];
         speedup["vendor_subject"] = baseline["subject"];
         speedup["vendor_library"] = baseline.value("library", "");

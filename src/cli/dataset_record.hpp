@@ -1,6 +1,6 @@
-// `kforge dataset`: the records of the kforge.dataset/1 format (docs/dataset.md), one JSON object per
-// line, built from what a run archive stores. Records are self-contained: each repeats the run facts
-// a training pipeline needs, so lines can be shuffled, filtered and mixed across runs.
+// `kforge dataset`: the records of the kforge.dataset/1 format (docs/dataset.md), one JSON object
+// per line, built from what a run archive stores. Records are self-contained: each repeats the run
+// facts a training pipeline needs, so lines can be shuffled, filtered and mixed across runs.
 #pragma once
 
 #include <optional>
@@ -18,7 +18,7 @@ inline constexpr const char* k_dataset_schema = "kforge.dataset/1";
 // What every record of one archive repeats.
 struct DatasetRun
 {
-    std::string archive;                // the archive's file name
+    std::string archive; // the archive's file name
     RunInfo run;
     std::vector<Measurement> baselines; // the run's own baseline timings (Archive::baselines())
 };

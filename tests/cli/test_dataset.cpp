@@ -129,11 +129,13 @@ LlmCallRecord model_call(const std::string& provider, const std::string& status,
     call.retries = 1;
     call.started_at = 1763762900.5;
     // The Anthropic wire form: the system prompt beside the messages.
-    call.request = {{"model", call.model},
-                    {"max_tokens", 16000},
-                    {"system", "You write CUDA kernels."},
-                    {"messages", Json::array({{{"role", "user"}, {"content", "make softmax faster"}}})}};
-    call.reply = status == "ok" ? "Here it is:\n```cuda\n" + softmax_candidate_source() + "```" : "";
+    call.request = {
+        {"model", call.model},
+        {"max_tokens", 16000},
+        {"system", "You write CUDA kernels."},
+        {"messages", Json::array({{{"role", "user"}, {"content", "make softmax faster"}}})}};
+    call.reply =
+        status == "ok" ? "Here it is:\n```cuda\n" + softmax_candidate_source() + "```" : "";
     return call;
 }
 
@@ -153,9 +155,11 @@ Candidate family_member(int index, std::optional<int64_t> parent, Origin origin,
         c.evaluation.best_params = {{"BLOCK", 256}};
         c.evaluation.measurements = bench_measurements("candidate", *fitness);
         c.evaluation.metrics = {
-            {"baseline", {{"subject", "cudnn_softmax"}, {"library", "cuDNN"}, {"speedup", *fitness / 1.6}}}};
+            {"baseline",
+             {{"subject", "cudnn_softmax"}, {"library", "cuDNN"}, {"speedup", *fitness / 1.6}}}};
     } else {
-        c.evaluation.verdict = {VerdictKind::compile_error, "kernel.cu(3): error: expected a \";\""};
+        c.evaluation.verdict = {VerdictKind::compile_error,
+                                "kernel.cu(3): error: expected a \";\""};
     }
     return c;
 }
@@ -163,10 +167,10 @@ Candidate family_member(int index, std::optional<int64_t> parent, Origin origin,
 // What build_family() stored.
 struct Family
 {
-    std::map<char, int64_t> id;       // members by letter, in the order stored
+    std::map<char, int64_t> id; // members by letter, in the order stored
     int64_t call_of_a = 0;
-    int64_t meta_call = 0;             // a meta-prompt call: no candidate
-    int64_t failed_call = 0;           // a failed proposal call that left no candidate
+    int64_t meta_call = 0;   // a meta-prompt call: no candidate
+    int64_t failed_call = 0; // a failed proposal call that left no candidate
 };
 
 // A small run with a known answer for each filter (fitness in brackets):
@@ -195,7 +199,8 @@ Family build_family(const fs::path& path)
     unpriced.cost_known = false;
     add('B', 'A', Origin::llm, 1.5, archive.insert_llm_call(unpriced));
     add('C', 'B', Origin::tune, 1.8, std::nullopt);
-    add('D', 'A', Origin::llm, std::nullopt, archive.insert_llm_call(model_call("openai", "ok", 0.02)));
+    add('D', 'A', Origin::llm, std::nullopt,
+        archive.insert_llm_call(model_call("openai", "ok", 0.02)));
     LlmCallRecord builtin;
     builtin.provider = "builtin";
     builtin.model = "builtin";
@@ -297,7 +302,8 @@ TEST_CASE("dataset writes a record per candidate with the model call behind it, 
     CHECK(broken["times"].empty());
     CHECK(broken["speedup"]["vendor"].is_null());
 
-    // The calls no candidate names come last, in the order stored; the builtin draw is not among them.
+    // The calls no candidate names come last, in the order stored; the builtin draw is not among
+    // them.
     std::vector<Json> calls(records.end() - 2, records.end());
     CHECK(calls[0]["kind"] == "call");
     CHECK(calls[0]["call"]["call_id"] == family.meta_call);
@@ -364,8 +370,8 @@ TEST_CASE("dataset --only improving agrees with a walk of a synthetic search thr
             const auto& f = c.evaluation.fitness;
             if (!f || !c.evaluation.verdict.is_correct())
                 continue;
-            bool beats_parent = c.parent_id && fitness.count(*c.parent_id) > 0 &&
-                                *f > fitness.at(*c.parent_id);
+            bool beats_parent =
+                c.parent_id && fitness.count(*c.parent_id) > 0 && *f > fitness.at(*c.parent_id);
             if (fitness.empty() || *f > best || beats_parent)
                 expected.insert(id);
             best = std::max(best, *f);
@@ -467,7 +473,8 @@ TEST_CASE("dataset refuses a file that is not an archive and a damaged archive, 
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)");
     }
     std::string bytes = slurp(good);
-    size_t page_size = (static_cast<unsigned char>(bytes[16]) << 8) | static_cast<unsigned char>(bytes[17]);
+    size_t page_size =
+        (static_cast<unsigned char>(bytes[16]) << 8) | static_cast<unsigned char>(bytes[17]);
     size_t row = bytes.find("#define VARIANT_FAULT 1");
     REQUIRE(row != std::string::npos);
     size_t page = row / page_size * page_size;
