@@ -61,7 +61,7 @@ std::string list_text(const std::vector<int64_t>& values)
     std::vector<std::string> parts;
     for (int64_t v : values)
         parts.push_back(std::to_string(v));
-    return "[" + join(parts, ", ") + "]";
+    return fmt::format("[{}]", join(parts, ", "));
 }
 
 // One mutation of a sorted value list, on its grid. May return the list unchanged.

@@ -19,7 +19,7 @@ std::string shape_text(const std::vector<Expr>& shape)
     std::vector<std::string> dims;
     for (const auto& dim : shape)
         dims.push_back(dim.text());
-    return "[" + join(dims, ", ") + "]";
+    return fmt::format("[{}]", join(dims, ", "));
 }
 
 std::string scalar_text(const Json& value)

@@ -243,8 +243,11 @@ std::string Archive::integrity_check() const
 {
     Statement check(*m_db, "PRAGMA integrity_check");
     std::string report;
-    while (check.step())
-        report += (report.empty() ? "" : "\n") + check.column_text(0);
+    while (check.step()) {
+        if (!report.empty())
+            report += '\n';
+        report += check.column_text(0);
+    }
     return report;
 }
 

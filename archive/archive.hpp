@@ -98,9 +98,16 @@ public:
     int64_t insert_candidate(const Candidate& candidate);
     // The full record with its measurements, or nullopt when no candidate has that id.
     std::optional<Candidate> candidate(int64_t id) const;
+    // The GPU that measured candidate `id`; nullopt for one never measured, or an archive written
+    // before GPUs were recorded.
+    std::optional<GpuIdentity> candidate_gpu(int64_t id) const;
     // The id of a stored candidate with this source hash (the oldest), for duplicate rejection.
     std::optional<int64_t> find_candidate_by_hash(std::string_view source_hash) const;
     int64_t candidate_count() const;
+    // Every candidate in full (inspirations and measurements included), in id order, handed to
+    // `visit` one at a time so that a long run is never all in memory. `visit` may run other
+    // queries on this archive; wrap the walk in atomically() to see one snapshot of a live run.
+    void for_each_candidate(const std::function<void(const Candidate&)>& visit) const;
     // Measurements of one candidate, in the order they were stored.
     std::vector<Measurement> measurements(int64_t candidate_id) const;
     // Baseline timings of the run (reference, vendor libraries), stored without a candidate.
@@ -128,6 +135,9 @@ public:
     std::optional<LlmCallRecord> llm_call(int64_t id) const;
     // The newest calls first, at most `limit`; with CallText::omit, request and reply stay empty.
     std::vector<LlmCallRecord> llm_calls(size_t limit, CallText text) const;
+    // Every call (the builtin proposer's records included), oldest first, handed to `visit` one at a
+    // time; with CallText::omit, request and reply stay empty.
+    void for_each_llm_call(CallText text, const std::function<void(const LlmCallRecord&)>& visit) const;
     // Totals over calls to language models. The builtin proposer's records (provider "builtin",
     // no model, no cost) are not model calls and are left out; llm_usage_by_model() lists them.
     LlmUsage llm_usage_total() const;

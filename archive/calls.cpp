@@ -123,6 +123,15 @@ std::vector<LlmCallRecord> Archive::llm_calls(size_t limit, CallText text) const
     return result;
 }
 
+void Archive::for_each_llm_call(CallText text,
+                                const std::function<void(const LlmCallRecord&)>& visit) const
+{
+    Statement query(*m_db,
+                    fmt::format("SELECT {} FROM llm_call ORDER BY id", call_columns(text)));
+    while (query.step())
+        visit(read_call(query, text));
+}
+
 LlmUsage Archive::llm_usage_total() const
 {
     Statement query(*m_db, fmt::format("SELECT {} FROM llm_call WHERE provider != 'builtin'", k_usage_sums));

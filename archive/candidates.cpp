@@ -86,6 +86,20 @@ Candidate read_candidate_row(const Statement& row)
     return c;
 }
 
+// A candidate row with its inspirations and measurements.
+Candidate read_full_candidate(Database& db, const Archive& archive, const Statement& row)
+{
+    Candidate c = read_candidate_row(row);
+    Statement links(db, "SELECT inspiration_id FROM candidate_inspiration WHERE candidate_id = ? "
+                        "ORDER BY position");
+    links.bind_int(c.id);
+    while (links.step())
+        c.inspiration_ids.push_back(links.column_int(0));
+    c.evaluation.measurements = archive.measurements(c.id);
+    c.evaluation.gpu = archive.candidate_gpu(c.id);
+    return c;
+}
+
 } // namespace
 
 int64_t Archive::insert_candidate(const Candidate& candidate)
@@ -138,22 +152,27 @@ std::optional<Candidate> Archive::candidate(int64_t id) const
     query.bind_int(id);
     if (!query.step())
         return std::nullopt;
-    Candidate c = read_candidate_row(query);
-    Statement links(*m_db, "SELECT inspiration_id FROM candidate_inspiration WHERE candidate_id = "
-                           "? ORDER BY position");
-    links.bind_int(id);
-    while (links.step())
-        c.inspiration_ids.push_back(links.column_int(0));
-    c.evaluation.measurements = measurements(id);
-    if (has_gpu_tables()) {
-        Statement gpu(*m_db, "SELECT g.host, g.mpi_rank, g.device_index, g.uuid, g.name FROM candidate_gpu c "
-                             "JOIN gpu g ON g.id = c.gpu_id WHERE c.candidate_id = ?");
-        gpu.bind_int(id);
-        if (gpu.step())
-            c.evaluation.gpu = GpuIdentity{gpu.column_text(0), static_cast<int>(gpu.column_int(1)),
-                                           static_cast<int>(gpu.column_int(2)), gpu.column_text(3), gpu.column_text(4)};
-    }
-    return c;
+    return read_full_candidate(*m_db, *this, query);
+}
+
+void Archive::for_each_candidate(const std::function<void(const Candidate&)>& visit) const
+{
+    Statement query(*m_db, fmt::format("SELECT {} FROM candidate ORDER BY id", k_candidate_columns));
+    while (query.step())
+        visit(read_full_candidate(*m_db, *this, query));
+}
+
+std::optional<GpuIdentity> Archive::candidate_gpu(int64_t id) const
+{
+    if (!has_gpu_tables())
+        return std::nullopt;
+    Statement gpu(*m_db, "SELECT g.host, g.mpi_rank, g.device_index, g.uuid, g.name FROM candidate_gpu c "
+                         "JOIN gpu g ON g.id = c.gpu_id WHERE c.candidate_id = ?");
+    gpu.bind_int(id);
+    if (!gpu.step())
+        return std::nullopt;
+    return GpuIdentity{gpu.column_text(0), static_cast<int>(gpu.column_int(1)), static_cast<int>(gpu.column_int(2)),
+                       gpu.column_text(3), gpu.column_text(4)};
 }
 
 std::optional<int64_t> Archive::find_candidate_by_hash(std::string_view source_hash) const

@@ -15,6 +15,10 @@ struct BenchOptions {
     std::string kforge;        // the kforge binary that serves as worker (default: beside this one)
     std::string tasks_dir;     // the bundled tasks (default: KFORGE_HOME/tasks)
     std::string cache_dir;     // CUBIN cache for the evaluator (default: a fresh temporary folder)
+    // `tasks`: PyTorch columns from bench/torch_baselines.py ("auto": when python3 imports torch;
+    // "off"), and its cap on each shape's torch.compile.
+    std::string torch = "auto";
+    double torch_compile_cap_s = 180;
 };
 
 // `replay`: runs a kernel file's plan on every bench shape `runs` times, flushing L2 before each
@@ -30,8 +34,9 @@ Json run_fidelity(const BenchOptions& options, const std::vector<std::string>& t
 Json run_throughput(const BenchOptions& options, const std::string& task, int candidates);
 
 // `tasks`: each bundled task optimised by `kforge optimize --model builtin --time T` into an archive
-// under `archive_dir`; per bench shape the reference, vendor and best times, speedups and % of the
-// roofline (measured DRAM bandwidth, theoretical compute peak).
+// under `archive_dir`; per bench shape the reference, vendor, PyTorch (eager and torch.compile,
+// bench/torch_baselines.py) and best times, speedups and % of the roofline (measured DRAM
+// bandwidth, theoretical compute peak).
 Json run_tasks(const BenchOptions& options, const std::vector<std::string>& tasks, const std::string& time_limit,
                const std::string& archive_dir);
 
@@ -48,6 +53,14 @@ struct ScaleSettings {
 };
 ScaleSettings default_scale_settings(); // mpirun from the PATH, the bundled softmax replies
 Json run_scale(const BenchOptions& options, const ScaleSettings& settings);
+
+// PyTorch eager and torch.compile at `task`'s bench shapes (bench/torch_baselines.py, torch.cpp):
+// {"available", "reason" (when not), "torch", "device", "shapes": {LABEL: {"eager": row, "compile":
+// row}}}, a row being {"ns", "check", "note"} or {"error"}.
+Json run_torch_baselines(const BenchOptions& options, const Task& task);
+// A torch row's median when it has a usable one (0 for an error or a result failing the task's
+// check, with the short reason in `why`).
+double torch_time_ns(const Json& row, std::string& why);
 
 // Prints a JSON result section as a Markdown table (to stdout) and returns the Markdown.
 std::string fidelity_markdown(const Json& fidelity);

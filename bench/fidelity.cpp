@@ -105,6 +105,7 @@ Json run_fidelity(const BenchOptions& options, const std::vector<std::string>& t
         config.worker_executable = options.kforge;
         config.cache_dir = options.cache_dir;
         config.run_secret = 0x66696465;
+        config.reuse_measurements = false; // the point is timing the same kernel again
         auto evaluator = make_gpu_evaluator(task, config);
         for (int i = 0; i < repeats; ++i) {
             EvalJob job;

@@ -79,6 +79,10 @@ int main(int argc, char** argv)
     app.add_option("--kforge", options.kforge, "the kforge binary (workers)")->capture_default_str();
     app.add_option("--tasks", options.tasks_dir, "folder of task specs")->capture_default_str();
     app.add_option("--cache", options.cache_dir, "CUBIN cache folder (default: a fresh temporary one)");
+    app.add_option("--torch", options.torch, "tasks: PyTorch eager/torch.compile columns (auto: when python3 imports torch)")
+        ->check(CLI::IsMember({"auto", "off"}))->capture_default_str();
+    app.add_option("--torch-compile-cap", options.torch_compile_cap_s, "tasks: seconds for each shape's torch.compile")
+        ->capture_default_str();
 
     std::string task_path, file;
     int runs = 30;

@@ -4,7 +4,9 @@
 // --time T`, into an archive of its own, then reads the archive back with `kforge inspect --json`.
 // So the table measures kforge end to end, with nothing benchmark-only in the loop. Per bench
 // shape it gives the reference and vendor-library times (timed in the same worker as the
-// candidates, to the confirmation standard), the best kernel's time, the speedups, and the best
+// candidates, to the confirmation standard), PyTorch eager and torch.compile on the same shapes
+// (torch.cpp; L2 flushed per sample, as kforge does), the best kernel's time, the speedups (over
+// the reference, and over the strongest of vendor, eager and compiled torch), and the best
 // kernel's share of the roofline: max(bytes / measured DRAM bandwidth, flops / compute peak) over
 // its time, where the bandwidth is a device-to-device copy the worker measured in that run and the
 // compute peak is the theoretical FP32 / tensor peak of the device.
@@ -81,6 +83,9 @@ Json bench_task(const BenchOptions& options, const std::string& name, const std:
         return result;
     }
     result["optimize_exit"] = rc;
+    log_info("bench tasks: PyTorch baselines of {}", name);
+    result["torch"] = run_torch_baselines(options, task);
+    const Json torch_shapes = result["torch"].value("shapes", Json::object());
 
     std::string text = spawn_capture({options.kforge, "inspect", archive.string(), "--json", "--top", "1"}, rc,
                                      CaptureStream::stdout_only);
@@ -125,6 +130,23 @@ Json bench_task(const BenchOptions& options, const std::string& name, const std:
         row["vendor_ns"] = optional_number(vendor_ns);
         row["speedup_vs_reference"] = reference[label] > 0 ? Json(reference[label] / best_ns) : Json();
         row["speedup_vs_vendor"] = vendor_ns > 0 ? Json(vendor_ns / best_ns) : Json();
+        // The bar a user already has: the fastest of the vendor library, torch eager, torch.compile.
+        double rival_ns = vendor_ns;
+        std::string rival = vendor_name;
+        const Json torch_row = torch_shapes.value(label, Json::object());
+        for (const char* mode : {"eager", "compile"}) {
+            std::string why;
+            double ns = torch_time_ns(torch_row.value(mode, Json::object()), why);
+            row[fmt::format("torch_{}_ns", mode)] = optional_number(ns);
+            if (!why.empty())
+                row[fmt::format("torch_{}_why", mode)] = why;
+            if (ns > 0 && (rival_ns == 0 || ns < rival_ns)) {
+                rival_ns = ns;
+                rival = fmt::format("torch {}", mode);
+            }
+        }
+        row["strongest_rival"] = rival;
+        row["speedup_vs_strongest"] = rival_ns > 0 ? Json(rival_ns / best_ns) : Json();
         if (const Shape* shape = find_shape(task, label); shape && peaks.measured_dram_bytes_per_s > 0) {
             RooflinePoint point = roofline_at(task, *shape, peaks);
             double memory_ns = point.bytes / peaks.measured_dram_bytes_per_s * 1e9;
@@ -152,6 +174,16 @@ std::string time_or_dash(const Json& value)
 std::string ratio_or_dash(const Json& value)
 {
     return value.is_number() ? fmt::format("{:.2f}×", value.get<double>()) : "—";
+}
+
+// A torch column: the time, or why there is none (a compile that failed or ran out of time).
+std::string torch_cell(const Json& row, const char* mode)
+{
+    Json ns = row.value(fmt::format("torch_{}_ns", mode), Json());
+    if (ns.is_number())
+        return time_or_dash(ns);
+    std::string why = row.value(fmt::format("torch_{}_why", mode), std::string("—"));
+    return why.size() > 60 ? why.substr(0, 57) + "..." : why;
 }
 
 } // namespace
@@ -182,25 +214,36 @@ std::string tasks_markdown(const Json& tasks)
         "read-mostly kernel (reduce, axpy, histogram) can beat, hence figures above 100%. In brackets: the vendor "
         "library's own % of roofline.\n\n",
         tasks.value("time_per_task", "?"));
-    md += "| task | shape | reference | vendor | best found | vs reference | vs vendor | % roofline (vendor) | bound "
-          "| candidates |\n|---|---|---:|---|---:|---:|---:|---:|---|---:|\n";
+    md += "| task | shape | reference | vendor | torch eager | torch.compile | best found | vs reference | vs strongest "
+          "(of vendor, torch) | % roofline (vendor) | bound | candidates |\n"
+          "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|\n";
+    std::vector<std::string> torch_notes;
     for (const auto& t : tasks.at("tasks")) {
         std::string name = t.at("task");
+        const Json torch = t.value("torch", Json::object());
+        if (!torch.empty() && !torch.value("available", false))
+            torch_notes.push_back(fmt::format("{}: {}", name, torch.value("reason", std::string("?"))));
         if (t.contains("error")) {
-            md += fmt::format("| {} | — | — | — | — | — | — | — | — | failed: {} |\n", name, t.at("error").get<std::string>());
+            md += fmt::format("| {} | — | — | — | — | — | — | — | — | — | — | failed: {} |\n", name,
+                              t.at("error").get<std::string>());
             continue;
         }
         for (const auto& row : t.at("rows")) {
             std::string vendor = row.at("vendor").get<std::string>();
-            md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} |\n", name,
+            std::string rival = row.value("strongest_rival", std::string());
+            md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {}{} | {} ({}) | {} | {} |\n", name,
                               row.at("shape").get<std::string>(), time_or_dash(row.at("reference_ns")),
                               vendor.empty() ? "—" : fmt::format("{} {}", vendor, time_or_dash(row.at("vendor_ns"))),
-                              time_or_dash(row.at("best_ns")), ratio_or_dash(row.at("speedup_vs_reference")),
-                              ratio_or_dash(row.at("speedup_vs_vendor")), percent_or_dash(row, "percent_of_roofline"),
+                              torch_cell(row, "eager"), torch_cell(row, "compile"), time_or_dash(row.at("best_ns")),
+                              ratio_or_dash(row.at("speedup_vs_reference")),
+                              ratio_or_dash(row.value("speedup_vs_strongest", Json())),
+                              rival.empty() ? "" : " (" + rival + ")", percent_or_dash(row, "percent_of_roofline"),
                               percent_or_dash(row, "vendor_percent_of_roofline"), row.value("bound", "?"),
                               t.at("candidates").get<int64_t>());
         }
     }
+    if (!torch_notes.empty())
+        md += "\nPyTorch columns skipped: " + join(torch_notes, "; ") + ".\n";
     return md;
 }
 

@@ -25,6 +25,7 @@ Json run_throughput(const BenchOptions& options, const std::string& name, int ca
     config.worker_executable = options.kforge;
     config.cache_dir = options.cache_dir;
     config.run_secret = 0x7468726f;
+    config.reuse_measurements = false; // every candidate is one seed with a comment added: measure each, as distinct kernels would be
     auto setup_start = std::chrono::steady_clock::now();
     auto evaluator = make_gpu_evaluator(task, config);
     double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();

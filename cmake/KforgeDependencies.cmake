@@ -1,13 +1,18 @@
 # Every dependency comes from the system (Debian/Ubuntu packages, the CUDA toolkit). A missing one
 # stops configure with the package to install, rather than a CMake search-path riddle.
 
+# Stops configure: `what` is missing, and this is how to get it.
+function(kforge_missing what debian_package)
+    message(FATAL_ERROR
+        "kforge needs ${what}, which was not found.\n"
+        "  On Debian/Ubuntu: sudo apt-get install ${debian_package}\n"
+        "  (./kf at the top of the source tree installs what is missing, then builds.)")
+endfunction()
+
 function(kforge_require package debian_package)
     find_package(${package} ${ARGN} QUIET)
     if(NOT ${package}_FOUND)
-        message(FATAL_ERROR
-            "kforge needs ${package}, which was not found.\n"
-            "  On Debian/Ubuntu: sudo apt-get install ${debian_package}\n"
-            "  (./build.sh installs it for you.)")
+        kforge_missing(${package} ${debian_package})
     endif()
 endfunction()
 
@@ -41,16 +46,14 @@ kforge_require(Threads libc6-dev)
 # xxHash is used header-only (XXH_INLINE_ALL), so nothing of it is needed at run time.
 find_path(XXHASH_INCLUDE_DIR xxhash.h)
 if(NOT XXHASH_INCLUDE_DIR)
-    message(FATAL_ERROR "kforge needs xxHash.\n  On Debian/Ubuntu: sudo apt-get install libxxhash-dev")
+    kforge_missing(xxHash libxxhash-dev)
 endif()
 
 # SQLite is linked statically so the binary carries it to machines that lack libsqlite3.
 find_path(SQLITE3_INCLUDE_DIR sqlite3.h)
 find_library(SQLITE3_STATIC_LIBRARY NAMES libsqlite3.a)
 if(NOT SQLITE3_INCLUDE_DIR OR NOT SQLITE3_STATIC_LIBRARY)
-    message(FATAL_ERROR
-        "kforge needs SQLite 3 (header and static library).\n"
-        "  On Debian/Ubuntu: sudo apt-get install libsqlite3-dev")
+    kforge_missing("SQLite 3 (header and static library)" libsqlite3-dev)
 endif()
 add_library(kforge_sqlite3 INTERFACE)
 target_include_directories(kforge_sqlite3 SYSTEM INTERFACE ${SQLITE3_INCLUDE_DIR})
@@ -61,8 +64,6 @@ if(KFORGE_BUILD_TESTS)
     find_path(HTTPLIB_INCLUDE_DIR httplib.h)
     find_library(HTTPLIB_LIBRARY NAMES cpp-httplib)
     if(NOT HTTPLIB_INCLUDE_DIR OR NOT HTTPLIB_LIBRARY)
-        message(FATAL_ERROR
-            "kforge's tests need cpp-httplib for the mock LLM server.\n"
-            "  On Debian/Ubuntu: sudo apt-get install libcpp-httplib-dev")
+        kforge_missing("cpp-httplib (the tests' mock LLM server)" libcpp-httplib-dev)
     endif()
 endif()

@@ -25,8 +25,10 @@
 
 namespace kforge {
 
-// Resource use of one kernel as reported by ptxas (-Xptxas=-v). Sizes are bytes per thread
-// (stack, spills) or per block (static shared memory), as ptxas reports them.
+// Resource use of one kernel as reported by ptxas (-Xptxas=-v), or, when NVRTC's log carries no
+// report for it, as read from the CUBIN (cubin_info.hpp: registers, stack frame and static shared
+// memory; spill byte counts are then unknown and left 0). Sizes are bytes per thread (stack,
+// spills) or per block (static shared memory), as ptxas reports them.
 struct KernelResources {
     std::string kernel;                 // the name the plan uses (the symbol when it maps to none)
     int registers = 0;
@@ -36,6 +38,7 @@ struct KernelResources {
     int static_smem_bytes = 0;
     int const_bytes = 0;
     int barriers = 0;
+    bool from_cubin = false;            // read from the CUBIN, not a ptxas report: spills unknown
 };
 
 struct CompileRequest {

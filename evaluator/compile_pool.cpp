@@ -31,6 +31,7 @@
 
 #include "evaluator/compile.hpp"
 #include "evaluator/compile_cache.hpp"
+#include "evaluator/cubin_info.hpp"
 #include "evaluator/compile_record.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -279,8 +280,10 @@ CompileResult CompilePool::compile(const CompileRequest& request)
 {
     std::string key = compile_cache_key(request);
     if (m_impl->cache)
-        if (auto hit = m_impl->cache->load(key))
+        if (auto hit = m_impl->cache->load(key)) {
+            add_cubin_resources(*hit, request.kernels); // entries cached without a ptxas report
             return *hit;
+        }
     struct Lease {
         Impl& pool;
         std::unique_ptr<Subprocess> worker;

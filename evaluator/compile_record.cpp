@@ -3,6 +3,7 @@
 // worker, never as a result.
 #include "evaluator/compile_record.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace kforge {
@@ -20,7 +21,8 @@ Json resources_to_json(const std::vector<KernelResources>& resources)
                        {"stack_frame_bytes", r.stack_frame_bytes},
                        {"static_smem_bytes", r.static_smem_bytes},
                        {"const_bytes", r.const_bytes},
-                       {"barriers", r.barriers}});
+                       {"barriers", r.barriers},
+                       {"from_cubin", r.from_cubin}});
     return out;
 }
 
@@ -37,6 +39,7 @@ std::vector<KernelResources> resources_from_json(const Json& json)
         k.static_smem_bytes = r.at("static_smem_bytes").get<int>();
         k.const_bytes = r.at("const_bytes").get<int>();
         k.barriers = r.at("barriers").get<int>();
+        k.from_cubin = r.value("from_cubin", false); // absent in entries cached before it existed
         out.push_back(std::move(k));
     }
     return out;
@@ -96,6 +99,38 @@ CompileResult compile_result_from_json(const Json& json)
         result.cubin.assign(bytes.begin(), bytes.end());
     }
     return result;
+}
+
+Json kernel_resources_metrics(const std::vector<KernelResources>& compiled, const Json& worker)
+{
+    Json out = Json::array();
+    for (const auto& k : compiled) {
+        Json entry{{"kernel", k.kernel},
+                   {"registers", k.registers},
+                   {"stack_frame_bytes", k.stack_frame_bytes},
+                   {"static_smem_bytes", k.static_smem_bytes}};
+        if (k.from_cubin) {
+            entry["source"] = "cubin"; // no ptxas report: spill bytes unknown
+        } else {
+            entry["spill_store_bytes"] = k.spill_store_bytes;
+            entry["spill_load_bytes"] = k.spill_load_bytes;
+        }
+        out.push_back(std::move(entry));
+    }
+    if (!worker.is_object())
+        return out;
+    for (const auto& [kernel, attributes] : worker.items()) {
+        if (!attributes.is_object() || !attributes.contains("registers"))
+            continue;
+        if (std::any_of(compiled.begin(), compiled.end(), [&](const KernelResources& k) { return k.kernel == kernel; }))
+            continue;
+        out.push_back(Json{{"kernel", kernel},
+                           {"registers", attributes.value("registers", 0)},
+                           {"stack_frame_bytes", attributes.value("local_bytes_per_thread", 0)},
+                           {"static_smem_bytes", attributes.value("static_smem_bytes", 0)},
+                           {"source", "driver"}});
+    }
+    return out;
 }
 
 } // namespace kforge

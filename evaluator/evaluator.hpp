@@ -45,6 +45,9 @@ struct EvalOptions {
 
 struct EvalJob {
     uint64_t ticket = 0;            // the caller's id, echoed in the result
+    // The caller's name for the source (the search passes its archive hash); results reused from
+    // this job's measurements cite it, with the ticket (metrics "runs", measurement_memo.hpp).
+    std::string label;
     std::string source;
     EvalOptions options;
 };
@@ -70,7 +73,9 @@ class CandidateEvaluator
 {
 public:
     virtual ~CandidateEvaluator() = default;
-    // Queues a job and returns at once.
+    // Queues a job and returns at once. Waiting jobs are taken lowest ticket first (and the GPU
+    // evaluator runs a lower-ticket job between the variants of a sweep), so a caller that needs
+    // results in order numbers its jobs in that order.
     virtual void submit(EvalJob job) = 0;
     // Returns the jobs finished so far, waiting up to `wait` for at least one when none is ready.
     virtual std::vector<EvalResult> collect(std::chrono::milliseconds wait) = 0;
@@ -87,6 +92,9 @@ public:
     virtual std::vector<Measurement> baselines() const = 0;
     // The task's vendor baselines and whether each was timed (empty when the task names none).
     virtual std::vector<VendorBaselineStatus> vendor_baselines() const { return {}; }
+    // What it is busy with, for progress lines ("compiling 12 variants, 3 jobs waiting for the
+    // GPU"); "" when idle or unknown.
+    virtual std::string activity() const { return ""; }
 };
 
 struct EvaluatorConfig {
@@ -102,6 +110,9 @@ struct EvaluatorConfig {
     // Under MPI, rank 0's world: this host's share of GPUs plus those the other ranks' evaluation
     // services offer (gpu_remote.hpp). Null on one host.
     MpiWorld* mpi = nullptr;
+    // Reuse what earlier runs of the same (binary, plan, params) point established instead of
+    // running it on the GPU again (measurement_memo.hpp); false re-measures every run.
+    bool reuse_measurements = true;
 };
 
 // Starts the compile pool and one GPU worker per selected GPU (each times its own baselines).

@@ -13,7 +13,13 @@
 // job, the one idle longest takes it, which spreads work evenly. A GPU whose line is lost (its MPI
 // rank died, its worker cannot be started) puts its job back at the head of the queue and leaves
 // the session; the others carry on. With no GPU left, collect() throws: the run stops, resumable.
+// Waiting jobs are taken lowest ticket first (callers number jobs in the order they need them: the
+// search records in order), also between a sweep's variants, so the job holding everything up never
+// waits behind later ones. Every variant run goes through the measurement memo of its GPU's model
+// (measurement_memo.hpp), so a point measured before is not measured again.
 #include <algorithm>
+#include <atomic>
+#include <map>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -31,6 +37,7 @@
 #include "evaluator/gpu_devices.hpp"
 #include "evaluator/gpu_remote.hpp"
 #include "evaluator/gpu_slot.hpp"
+#include "evaluator/measurement_memo.hpp"
 #include "evaluator/worker_protocol.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -65,6 +72,7 @@ public:
     Json environment() const override { return m_environment; }
     std::vector<Measurement> baselines() const override { return m_primary->baselines(); }
     std::vector<VendorBaselineStatus> vendor_baselines() const override { return m_primary->vendor(); }
+    std::string activity() const override;
 
 private:
     void add_gpus();
@@ -74,7 +82,11 @@ private:
     void describe_environment();
     void slot_loop(size_t index, Json setup);
     std::optional<size_t> job_for(size_t index) const;
+    bool may_run_on(size_t index, const PreparedJob& job) const;
+    bool idle_and_allowed(size_t index, const PreparedJob& job) const;
     bool may_take(size_t index, const PreparedJob& job) const;
+    void run_job(size_t index, PreparedJob& prepared);
+    void serve_earlier_jobs(size_t index, uint64_t ticket);
     void prepare_loop();
     PreparedJob prepare(EvalJob job);
     void finish(uint64_t ticket, Evaluation evaluation);
@@ -82,6 +94,7 @@ private:
 
     const Task& m_task;
     EvaluatorConfig m_config;
+    std::map<std::string, std::unique_ptr<MeasurementMemo>> m_memos; // by GPU model; outlives the slots
     std::vector<SlotEntry> m_slots;     // fixed once the constructor returns; guarded by m_mutex
     const GpuSlot* m_primary = nullptr; // the first GPU that started: the run record's device
     std::vector<std::string> m_arches;  // distinct archs of the started GPUs
@@ -97,6 +110,7 @@ private:
     size_t m_pending = 0;
     bool m_stopping = false;
     std::vector<std::thread> m_threads;
+    std::atomic<int64_t> m_compiling{0}; // param points being compiled now
 };
 
 GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_task(task), m_config(config)
@@ -172,7 +186,12 @@ void GpuEvaluator::add_remote_gpus()
 
 void GpuEvaluator::add_slot(const VisibleGpu& gpu, const std::string& host, int rank, std::unique_ptr<GpuLink> link)
 {
-    m_slots.push_back(SlotEntry{std::make_unique<GpuSlot>(m_task, m_config, identify_gpu(gpu, host, rank), std::move(link))});
+    GpuIdentity identity = identify_gpu(gpu, host, rank);
+    // Results from one GPU stand in on another of the same model, never on another model.
+    auto& memo = m_memos[identity.name];
+    if (!memo)
+        memo = std::make_unique<MeasurementMemo>(m_config.reuse_measurements);
+    m_slots.push_back(SlotEntry{std::make_unique<GpuSlot>(m_task, m_config, std::move(identity), std::move(link), *memo)});
 }
 
 // Each slot starts on its own thread (which then serves it), all at once: every GPU times its own
@@ -318,35 +337,118 @@ void GpuEvaluator::finish(uint64_t ticket, Evaluation evaluation)
     m_done_ready.notify_all();
 }
 
-// May slot `index` take `job` now? Not when the job asks for another GPU that still serves, nor
-// when another idle GPU that may take it has waited longer.
+// May `job` run on slot `index` at all? Not when it asks for another GPU that still serves.
+bool GpuEvaluator::may_run_on(size_t index, const PreparedJob& job) const
+{
+    const SlotEntry& entry = m_slots[index];
+    if (entry.state != SlotState::ready)
+        return false;
+    const auto& wanted = job.job.options.gpu;
+    if (!wanted || entry.slot->identity() == *wanted)
+        return true;
+    return std::none_of(m_slots.begin(), m_slots.end(), [&](const SlotEntry& other) {
+        return other.state == SlotState::ready && other.slot->identity() == *wanted;
+    });
+}
+
+bool GpuEvaluator::idle_and_allowed(size_t index, const PreparedJob& job) const
+{
+    return !m_slots[index].busy && may_run_on(index, job);
+}
+
+// May idle slot `index` take `job` now? Not when another idle GPU that may take it has waited
+// longer.
 bool GpuEvaluator::may_take(size_t index, const PreparedJob& job) const
 {
-    auto eligible = [&](size_t i) {
-        const SlotEntry& entry = m_slots[i];
-        if (entry.state != SlotState::ready || entry.busy)
-            return false;
-        const auto& wanted = job.job.options.gpu;
-        if (!wanted || entry.slot->identity() == *wanted)
-            return true;
-        return std::none_of(m_slots.begin(), m_slots.end(), [&](const SlotEntry& other) {
-            return other.state == SlotState::ready && other.slot->identity() == *wanted;
-        });
-    };
-    if (!eligible(index))
+    if (!idle_and_allowed(index, job))
         return false;
     for (size_t i = 0; i < m_slots.size(); ++i)
-        if (i != index && eligible(i) && m_slots[i].idle_since < m_slots[index].idle_since)
+        if (i != index && idle_and_allowed(i, job) && m_slots[i].idle_since < m_slots[index].idle_since)
             return false;
     return true;
 }
 
+// The waiting job slot `index` should take: the lowest ticket among those it may take.
 std::optional<size_t> GpuEvaluator::job_for(size_t index) const
 {
+    std::optional<size_t> pick;
     for (size_t j = 0; j < m_compiled.size(); ++j)
-        if (may_take(index, m_compiled[j]))
-            return j;
-    return std::nullopt;
+        if ((!pick || m_compiled[j].job.ticket < m_compiled[*pick].job.ticket) && may_take(index, m_compiled[j]))
+            pick = j;
+    return pick;
+}
+
+// Evaluates `prepared` on slot `index` and reports the result. A lost GPU puts the job back at the
+// head of the queue and throws GpuLostError on.
+void GpuEvaluator::run_job(size_t index, PreparedJob& prepared)
+{
+    GpuSlot& slot = *m_slots[index].slot;
+    Evaluation evaluation;
+    try {
+        evaluation = slot.evaluate(prepared, [&] { serve_earlier_jobs(index, prepared.job.ticket); });
+    } catch (const GpuLostError&) {
+        {
+            std::lock_guard lock(m_mutex);
+            m_compiled.push_front(std::move(prepared));
+        }
+        throw;
+    } catch (const std::exception& e) {
+        // The per-candidate wrapper: nothing a candidate does may stop the pipeline.
+        evaluation.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
+                                                                             "candidate: {}", e.what())};
+    }
+    evaluation.eval_seconds = std::chrono::duration<double>(EvalClock::now() - prepared.started).count();
+    finish(prepared.job.ticket, std::move(evaluation));
+}
+
+// Between the variants of a sweep on slot `index`: runs here any waiting job with a lower ticket
+// than `ticket` (a confirmation of the item the search waits to record, say) that may run on this
+// GPU and that no idle GPU could take instead.
+void GpuEvaluator::serve_earlier_jobs(size_t index, uint64_t ticket)
+{
+    for (;;) {
+        PreparedJob earlier;
+        {
+            std::lock_guard lock(m_mutex);
+            if (m_stopping)
+                return;
+            std::optional<size_t> pick;
+            for (size_t j = 0; j < m_compiled.size(); ++j) {
+                const PreparedJob& job = m_compiled[j];
+                if (job.job.ticket >= ticket || (pick && job.job.ticket >= m_compiled[*pick].job.ticket) ||
+                    !may_run_on(index, job))
+                    continue;
+                bool other_idle = false;
+                for (size_t i = 0; i < m_slots.size() && !other_idle; ++i)
+                    other_idle = i != index && idle_and_allowed(i, job);
+                if (!other_idle)
+                    pick = j;
+            }
+            if (!pick)
+                return;
+            earlier = std::move(m_compiled[*pick]);
+            m_compiled.erase(m_compiled.begin() + static_cast<std::ptrdiff_t>(*pick));
+        }
+        run_job(index, earlier);
+    }
+}
+
+std::string GpuEvaluator::activity() const
+{
+    size_t waiting = 0, queued = 0;
+    {
+        std::lock_guard lock(m_mutex);
+        waiting = m_compiled.size();
+        queued = m_incoming.size();
+    }
+    std::vector<std::string> parts;
+    if (int64_t compiling = m_compiling.load(); compiling > 0)
+        parts.push_back(fmt::format("compiling {} variant{}", compiling, compiling == 1 ? "" : "s"));
+    if (queued > 0)
+        parts.push_back(fmt::format("{} job{} waiting to compile", queued, queued == 1 ? "" : "s"));
+    if (waiting > 0)
+        parts.push_back(fmt::format("{} job{} waiting for a GPU", waiting, waiting == 1 ? "" : "s"));
+    return join(parts, ", ");
 }
 
 void GpuEvaluator::slot_loop(size_t index, Json setup)
@@ -378,9 +480,8 @@ void GpuEvaluator::slot_loop(size_t index, Json setup)
             m_slots[index].busy = true;
         }
         m_work_ready.notify_all(); // the next idle GPU in line may now take a job
-        Evaluation evaluation;
         try {
-            evaluation = slot.evaluate(prepared);
+            run_job(index, prepared);
         } catch (const GpuLostError& e) {
             log_warn("{}; its candidate goes back to the queue for the other GPUs", e.what());
             {
@@ -388,23 +489,16 @@ void GpuEvaluator::slot_loop(size_t index, Json setup)
                 m_slots[index].state = SlotState::lost;
                 m_slots[index].busy = false;
                 slot.mark_lost();
-                m_compiled.push_front(std::move(prepared));
             }
             m_work_ready.notify_all();
             m_done_ready.notify_all();
             break;
-        } catch (const std::exception& e) {
-            // The per-candidate wrapper: nothing a candidate does may stop the pipeline.
-            evaluation.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
-                                                                                 "candidate: {}", e.what())};
         }
-        evaluation.eval_seconds = std::chrono::duration<double>(EvalClock::now() - prepared.started).count();
         {
             std::lock_guard lock(m_mutex);
             m_slots[index].busy = false;
             m_slots[index].idle_since = EvalClock::now();
         }
-        finish(prepared.job.ticket, std::move(evaluation));
         m_work_ready.notify_all();
     }
     slot.stop(); // on this thread, which started the worker
@@ -419,8 +513,11 @@ void GpuEvaluator::prepare_loop()
             m_work_ready.wait(lock, [this] { return m_stopping || !m_incoming.empty(); });
             if (m_stopping)
                 return;
-            job = std::move(m_incoming.front());
-            m_incoming.pop_front();
+            auto lowest = std::min_element(m_incoming.begin(), m_incoming.end(), [](const EvalJob& a, const EvalJob& b) {
+                return a.ticket < b.ticket;
+            });
+            job = std::move(*lowest);
+            m_incoming.erase(lowest);
         }
         PreparedJob prepared = prepare(std::move(job));
         {
@@ -476,12 +573,21 @@ PreparedJob GpuEvaluator::prepare(EvalJob job)
             request.arch = arch;
             request.params = point;
             request.kernels = kernels;
+            ++m_compiling;
             futures.push_back(std::async(std::launch::async, [this, request] { return m_pool->compile(request); }));
         }
+    Json origin{{"ticket", prepared.job.ticket}};
+    if (!prepared.job.label.empty())
+        origin["label"] = prepared.job.label;
     size_t next = 0;
     for (const auto& arch : m_arches)
-        for (const auto& point : points)
-            prepared.variants[arch].push_back(Variant{point, futures[next++].get()});
+        for (const auto& point : points) {
+            Variant variant{point, futures[next++].get(), "", origin};
+            --m_compiling;
+            if (variant.compiled.ok)
+                variant.memo_key = MeasurementMemo::key_for(variant.compiled.cubin, prepared.plan.json, variant.params);
+            prepared.variants[arch].push_back(std::move(variant));
+        }
     return prepared;
 }
 

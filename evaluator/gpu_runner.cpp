@@ -131,7 +131,7 @@ VariantOutcome CandidateRunner::run(const VariantRequest& request)
                 }
             }
         }
-        if (request.profile && request.timing != TimingLevel::none && !m_task.bench.empty())
+        if (request.profile && !m_task.bench.empty()) // alone too, when the timing is known already
             profile_largest(*loaded, outcome);
         if (request.verify_held_out && !m_task.held_out.empty()) {
             if (auto failure = verify_shapes(*loaded, m_task.held_out, true, outcome, request.launch_deadline)) {

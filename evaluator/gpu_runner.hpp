@@ -37,7 +37,8 @@ struct VariantRequest {
     bool verify_tests = true;
     bool verify_held_out = false;
     TimingLevel timing = TimingLevel::quick;
-    bool profile = false;                    // range-profiler metrics on the largest bench shape
+    bool profile = false;                    // range-profiler metrics on the largest bench shape (also
+                                             // with timing none: the memo may ask for it alone)
     std::chrono::milliseconds launch_deadline{10000};
 };
 

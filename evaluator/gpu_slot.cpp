@@ -24,8 +24,9 @@ std::string failure_of(const WorkerReply& reply)
 
 } // namespace
 
-GpuSlot::GpuSlot(const Task& task, const EvaluatorConfig& config, GpuIdentity identity, std::unique_ptr<GpuLink> link)
-    : m_task(task), m_config(config), m_identity(std::move(identity)), m_link(std::move(link))
+GpuSlot::GpuSlot(const Task& task, const EvaluatorConfig& config, GpuIdentity identity, std::unique_ptr<GpuLink> link,
+                 MeasurementMemo& memo)
+    : m_task(task), m_config(config), m_identity(std::move(identity)), m_link(std::move(link)), m_memo(memo)
 {
 }
 
@@ -40,7 +41,22 @@ void GpuSlot::start(const Json& setup)
     m_arch = m_config.arch.empty() ? m_facts.arch() : m_config.arch;
     if (std::string problem = m_link->set_setup(setup, std::chrono::minutes(10)); !problem.empty())
         fail_runtime("the GPU worker for {} could not set up task '{}': {}", m_identity.label(), m_task.name, problem);
+    const Json& ready = m_link->setup_reply();
+    log_info("GPU worker for {} set up in {:.1f} s (internal kernels {:.1f} s, reference compile {:.1f} s); timing "
+             "the baselines of {} (the reference{}, to the confirmation standard)",
+             m_identity.label(), ready.value("setup_seconds", 0.0), ready.value("internal_compile_seconds", 0.0),
+             ready.value("reference_compile_seconds", 0.0), m_task.name,
+             m_config.time_vendor_baselines && !m_task.vendor_baselines.empty() ? " and vendor routines" : "");
+    auto baselines_started = EvalClock::now();
     time_baselines();
+    log_info("baselines on {} timed in {:.1f} s", m_identity.label(),
+             std::chrono::duration<double>(EvalClock::now() - baselines_started).count());
+    // The reference evaluated as a candidate is the binary just timed: its timing is not taken again.
+    if (std::string hash = ready.value("reference_behaviour_hash", ""); !hash.empty())
+        m_memo.record_reference_timing(
+            MeasurementMemo::key_for_behaviour(hash, m_task.reference.plan.json,
+                                               enumerate_param_points(m_task.reference.plan, 1).front()),
+            m_baselines);
     m_joined = EvalClock::now(); // busy and wall time count from here: starting is not evaluating
     m_busy_ns = 0;
 }
@@ -140,11 +156,23 @@ WorkerReply GpuSlot::request_variant(const Json& request)
     }
 }
 
-GpuSlot::VariantResult GpuSlot::run_variant(const Variant& variant, const Plan& plan, bool verify_tests,
-                                            const std::string& timing, bool held_out, bool profile)
+VariantResult GpuSlot::run_variant(const Variant& variant, const Plan& plan, bool verify_tests, const std::string& timing,
+                                   bool held_out, bool profile)
+{
+    VariantAsk ask{verify_tests, parse_timing_standard(timing).value_or(TimingStandard::quick), held_out, profile};
+    VariantResult result = m_memo.run(variant.memo_key, ask, variant.origin,
+                                      [&](const VariantAsk& left) { return measure_variant(variant, plan, left); });
+    result.params = variant.params;
+    return result;
+}
+
+// What the memo could not answer, run on this GPU. Results of a failed pipeline (a crash, a reply
+// past its deadline) are marked as not the worker's, so the memo never stores them.
+VariantResult GpuSlot::measure_variant(const Variant& variant, const Plan& plan, const VariantAsk& ask)
 {
     VariantResult result;
     result.params = variant.params;
+    result.from_worker = false;
     Json params = Json::object();
     for (const auto& [name, value] : variant.params)
         params[name] = value;
@@ -152,12 +180,14 @@ GpuSlot::VariantResult GpuSlot::run_variant(const Variant& variant, const Plan& 
                  {"cubin", Json::binary(std::vector<std::uint8_t>(variant.compiled.cubin.begin(), variant.compiled.cubin.end()))},
                  {"plan", plan.json},
                  {"params", params},
-                 {"verify_tests", verify_tests},
-                 {"verify_held_out", held_out},
-                 {"timing", timing},
-                 {"profile", profile},
+                 {"verify_tests", ask.verify_tests},
+                 {"verify_held_out", ask.held_out},
+                 {"timing", timing_standard_name(ask.timing)},
+                 {"profile", ask.profile},
                  {"deadline_ms", m_config.launch_deadline.count()}};
+    int64_t busy_before = m_busy_ns.load();
     WorkerReply reply = request_variant(request);
+    result.gpu_seconds = static_cast<double>(m_busy_ns.load() - busy_before) * 1e-9;
     if (reply.failure == WorkerFailure::crashed) {
         result.verdict = Verdict{VerdictKind::runtime_error,
                                  fmt::format("the GPU worker crashed while running this candidate, twice: {}",
@@ -172,6 +202,7 @@ GpuSlot::VariantResult GpuSlot::run_variant(const Variant& variant, const Plan& 
         result.verdict = Verdict{VerdictKind::runtime_error, reply.body.value("error", "the GPU worker failed")};
         return result;
     }
+    result.from_worker = true;
     const Json& verdict = reply.body.at("verdict");
     result.verdict.kind = parse_verdict(verdict.value("kind", "runtime_error")).value_or(VerdictKind::runtime_error);
     result.verdict.message = verdict.value("message", "");

@@ -10,10 +10,15 @@
 // can be killed from outside: the OOM killer, a user); a worker that cannot be started again after
 // three tries, or a line that is lost (its MPI rank died), throws GpuLostError, and the evaluator
 // puts the candidate back in the queue for another GPU.
+//
+// Every variant run goes through the measurement memo of the slot's GPU model
+// (measurement_memo.hpp): a (binary, plan, params) point measured before, on this GPU or another
+// of the same model, is not measured again.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,6 +33,7 @@
 #include "evaluator/device_facts.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/gpu_link.hpp"
+#include "evaluator/measurement_memo.hpp"
 
 namespace kforge {
 
@@ -37,6 +43,8 @@ using EvalClock = std::chrono::steady_clock;
 struct Variant {
     ParamPoint params;
     CompileResult compiled;
+    std::string memo_key; // MeasurementMemo::key_for (empty when it did not compile)
+    Json origin;          // the job, as reuses of its measurements cite it
 };
 
 // A job after plan validation, screening and compiling, waiting for a GPU.
@@ -58,15 +66,19 @@ public:
 class GpuSlot
 {
 public:
-    GpuSlot(const Task& task, const EvaluatorConfig& config, GpuIdentity identity, std::unique_ptr<GpuLink> link);
+    // `memo` is shared by the session's GPUs of this one's model and outlives the slot.
+    GpuSlot(const Task& task, const EvaluatorConfig& config, GpuIdentity identity, std::unique_ptr<GpuLink> link,
+            MeasurementMemo& memo);
 
     // Asks the worker for its device, sets it up with `setup` (replayed to every later worker) and
     // times the baselines. Call it on the thread that will use the slot: a local worker dies with
-    // the thread that started it. Throws Error(runtime) naming the GPU when any step fails.
+    // the thread that started it. Throws Error(runtime) naming the GPU when any step fails. The
+    // reference's baseline timing goes into the memo as its own point's timing.
     void start(const Json& setup);
     // The whole evaluation of one compiled candidate. Failures of the candidate are verdicts;
-    // throws GpuLostError when the GPU stops serving (see above).
-    Evaluation evaluate(const PreparedJob& prepared);
+    // throws GpuLostError when the GPU stops serving (see above). `between_variants` runs before
+    // each variant of a sweep after the first (the evaluator serves jobs with lower tickets there).
+    Evaluation evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants = {});
     // Ends the worker.
     void stop();
 
@@ -85,17 +97,10 @@ public:
     void mark_lost() { m_lost = true; m_lost_at_ns = since_start_ns(); }
 
 private:
-    // A variant's result as the worker reported it.
-    struct VariantResult {
-        ParamPoint params;
-        Verdict verdict;
-        std::vector<Measurement> measurements;
-        Json resources = Json::object();
-        Json notes = Json::object();
-        Json profile = Json::object();
-    };
+    // Through the memo, which sends to the worker (measure_variant) only what it cannot answer.
     VariantResult run_variant(const Variant& variant, const Plan& plan, bool verify_tests, const std::string& timing,
                               bool held_out, bool profile = false);
+    VariantResult measure_variant(const Variant& variant, const Plan& plan, const VariantAsk& ask);
     WorkerReply request_variant(const Json& request);
     WorkerReply send(const Json& request, std::chrono::milliseconds deadline);
     void time_baselines();
@@ -107,6 +112,7 @@ private:
     const EvaluatorConfig& m_config;
     GpuIdentity m_identity;
     std::unique_ptr<GpuLink> m_link;
+    MeasurementMemo& m_memo;
     DeviceFacts m_facts;
     std::string m_arch;
     std::vector<Measurement> m_baselines;

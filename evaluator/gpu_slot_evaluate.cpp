@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/plan_check.hpp"
+#include "evaluator/compile_record.hpp"
 #include "evaluator/describe.hpp"
 #include "evaluator/gpu_slot.hpp"
 
@@ -47,7 +48,7 @@ double geomean_speedup(const std::vector<Measurement>& candidate, const std::vec
     return count ? std::exp(log_sum / count) : 0;
 }
 
-Evaluation GpuSlot::evaluate(const PreparedJob& prepared)
+Evaluation GpuSlot::evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants)
 {
     Evaluation evaluation;
     if (prepared.early_failure) {
@@ -100,6 +101,8 @@ Evaluation GpuSlot::evaluate(const PreparedJob& prepared)
     } else {
         // Sweep: verify and screen-time every point, then time the winner properly.
         for (const Variant* variant : compiled) {
+            if (variant != compiled.front() && between_variants)
+                between_variants();
             results.push_back(run_variant(*variant, prepared.plan, true, "sweep", false));
             double fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;
             if (fitness > best_fitness) {
@@ -118,6 +121,7 @@ Evaluation GpuSlot::evaluate(const PreparedJob& prepared)
                              {"verdict", verdict_name(r.verdict.kind)},
                              {"fitness", r.verdict.is_correct() ? geomean_speedup(r.measurements, m_baselines) : 0}});
     evaluation.metrics["sweep"] = sweep;
+    evaluation.metrics["runs"] = variant_runs_to_json(results);
 
     const VariantResult& last = results.back();
     if (best && !last.verdict.is_correct()) {
@@ -153,14 +157,7 @@ Evaluation GpuSlot::evaluate(const PreparedJob& prepared)
     evaluation.metrics["baseline"] = baseline_summary(evaluation);
     if (!last.profile.empty())
         evaluation.metrics["profile"] = last.profile;
-    evaluation.metrics["ptxas"] = Json::array();
-    for (const auto& k : best->compiled.resources)
-        evaluation.metrics["ptxas"].push_back(Json{{"kernel", k.kernel},
-                                                   {"registers", k.registers},
-                                                   {"spill_store_bytes", k.spill_store_bytes},
-                                                   {"spill_load_bytes", k.spill_load_bytes},
-                                                   {"stack_frame_bytes", k.stack_frame_bytes},
-                                                   {"static_smem_bytes", k.static_smem_bytes}});
+    evaluation.metrics["ptxas"] = kernel_resources_metrics(best->compiled.resources, last.resources);
     if (last.notes.contains("below_roofline"))
         evaluation.metrics["suspicious"] = true;
     describe(prepared, *best, last.resources, evaluation);

@@ -10,6 +10,8 @@
 
 #include "core/task.hpp"
 #include "evaluator/compile.hpp"
+#include "evaluator/compile_cache.hpp"
+#include "evaluator/cubin_info.hpp"
 #include "evaluator/cupti_activity.hpp"
 #include "evaluator/gpu_simulator.hpp"
 #include "evaluator/gpu_runner.hpp"
@@ -152,7 +154,15 @@ Json handle_setup(WorkerState& state, const Json& request)
     compile.params = state.reference_params;
     for (const auto& launch : task.reference.plan.launches)
         compile.kernels.push_back(launch.kernel);
-    CompileResult compiled = compile_with_nvrtc(compile);
+    // Through the CUBIN cache when there is one: a run's first second matters (time to first result).
+    std::optional<CompileCache> cache;
+    if (!cache_dir.empty())
+        cache.emplace(cache_dir);
+    std::string cache_key = cache ? compile_cache_key(compile) : "";
+    std::optional<CompileResult> cached = cache ? cache->load(cache_key) : std::nullopt;
+    CompileResult compiled = cached ? *cached : compile_with_nvrtc(compile);
+    if (cache && !cached)
+        cache->store(cache_key, compiled);
     if (!compiled.ok)
         return Json{{"ok", false}, {"error", fmt::format("the task's reference does not compile:\n{}", compiled.message)}};
     state.reference = std::make_unique<LoadedKernels>(compiled.cubin, compile.kernels);
@@ -173,6 +183,7 @@ Json handle_setup(WorkerState& state, const Json& request)
                 {"setup_seconds", seconds},
                 {"internal_compile_seconds", state.kernels->compile_seconds()},
                 {"reference_compile_seconds", compiled.seconds},
+                {"reference_behaviour_hash", cubin_behaviour_hash(compiled.cubin)},
                 {"counters", state.profiler->problem()}};
 }
 

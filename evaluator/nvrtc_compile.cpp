@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "evaluator/compile.hpp"
+#include "evaluator/cubin_info.hpp"
 #include "evaluator/nvrtc_log.hpp"
 #include "evaluator/nvrtc_program.hpp"
 #include "evaluator/prelude.hpp"
@@ -241,6 +242,8 @@ CompileResult compile_with_nvrtc(const CompileRequest& request)
         for (auto& r : result.resources)
             if (auto it = source_name_of.find(r.kernel); it != source_name_of.end())
                 r.kernel = it->second;
+        // Some NVRTC builds leave the ptxas report out of the log: the CUBIN still knows.
+        add_cubin_resources(result, kernels);
         result.ok = !result.cubin.empty();
         if (!result.ok)
             result.message = "NVRTC produced no CUBIN (is the arch a real one, like sm_90a?)";

@@ -109,7 +109,7 @@ std::vector<ScreenedInclude> backstop_includes(std::string_view source)
         std::smatch m;
         if (std::regex_search(logical, m, directive)) {
             ScreenedInclude inc;
-            inc.form = "#" + m[1].str();
+            inc.form = fmt::format("#{}", m[1].str());
             inc.line = first_line;
             std::string rest = m[2].str();
             if (!rest.empty() && (rest[0] == '<' || rest[0] == '"')) {

@@ -202,7 +202,9 @@ private:
             ++paren;
         if (paren >= s.size() || s[paren] != '(' || paren - i - 1 > 16)
             return lex_quoted(i, '"');
-        std::string terminator = ")" + s.substr(i + 1, paren - i - 1) + "\"";
+        std::string terminator = ")";
+        terminator.append(s, i + 1, paren - i - 1);
+        terminator += '"';
         size_t end = s.find(terminator, paren + 1);
         size_t contents_end = end == std::string::npos ? s.size() : end;
         emit_range(i, paren + 1, false);

@@ -105,8 +105,9 @@ std::vector<SelfTestCandidate> make_self_tests(const Task& task)
 
     Json perturbed = task.reference.plan.json;
     uint64_t bits = kf_value_to_bits(12345.0, static_cast<int>(first_out->dtype));
+    std::string middle = fmt::format("({}) / 2", count_expr(*first_out));
     perturbed["launches"].push_back(launch("kforge_selftest_set",
-                                           Json::array({first_out->name, i64("(" + count_expr(*first_out) + ") / 2"),
+                                           Json::array({first_out->name, i64(middle),
                                                         i64(std::to_string(dtype_size(first_out->dtype))),
                                                         Json{{"value", std::to_string(bits)}, {"dtype", "u64"}}})));
     out.push_back({"perturbed", with_plan(task.reference.source + helpers, perturbed), false});

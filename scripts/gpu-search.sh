@@ -4,7 +4,8 @@
 # back by inspect (summary, grid, lineage), export (compiled with nvcc) and report; the exported
 # best kernel is re-timed by `kforge eval` on its own, to check the archive's time reproduces.
 # A second run serves recorded model replies (tests/fixtures/replay) through the LLM path: good
-# kernels among faulting, hanging and wrong ones. Everything goes to $OUT (the archive too, as a test fixture candidate); a summary is printed last.
+# kernels among faulting, hanging and wrong ones. Both archives are written as a `kforge dataset`
+# and checked against inspect (scripts/check-dataset.py). Everything goes to $OUT (the archive too, as a test fixture candidate); a summary is printed last.
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
 out="${OUT:-/tmp/kforge-search}"
@@ -39,5 +40,8 @@ rm -f "$archive"*
     time "$KF" optimize tasks/softmax_f32.json --model replay:tests/fixtures/replay/softmax_f32.jsonl \
         --budget 30 --seed 3 --no-knowledge --progress lines -o "$replayed"; echo "replay optimize rc=$?"
     "$KF" inspect "$replayed"; echo "replay inspect rc=$?"
+    echo "== dataset of both runs, checked against inspect"
+    "$KF" dataset "$archive" "$replayed" -o "$out/dataset.jsonl" --force; echo "dataset rc=$?"
+    python3 "$here/scripts/check-dataset.py" "$KF" "$out/dataset.jsonl" "$archive" "$replayed"
 } >"$log" 2>&1
-grep -E "rc=|killed|best|fitness|speedup|candidates|verdict|held|real" "$log" | head -60
+grep -E "rc=|killed|best|fitness|speedup|candidates|verdict|held|real|dataset" "$log" | head -60

@@ -38,6 +38,7 @@ int run_cli(int argc, char** argv)
     app.add_flag("-q,--quiet", quiet, "only warnings and errors on stderr");
 
     CommandSlot slot;
+    add_dataset_command(app, slot);
     add_doctor_command(app, slot);
     add_eval_command(app, slot);
     add_export_command(app, slot);

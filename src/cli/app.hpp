@@ -15,6 +15,7 @@ using CommandSlot = std::function<int()>;
 
 int run_cli(int argc, char** argv);
 
+void add_dataset_command(CLI::App& app, CommandSlot& slot);
 void add_doctor_command(CLI::App& app, CommandSlot& slot);
 void add_eval_command(CLI::App& app, CommandSlot& slot);
 void add_export_command(CLI::App& app, CommandSlot& slot);

@@ -15,6 +15,7 @@
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "evaluator/compile.hpp"
+#include "evaluator/compile_record.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/roofline.hpp"
 #include "util/error.hpp"
@@ -101,13 +102,14 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
                 fmt::print("{} with {}: {}\n{}\n", options.file, describe_param_point(point),
                            verdict_name(result.failure), result.message);
         }
-        Json resources = Json::array();
+        Json resources = kernel_resources_metrics(result.resources, Json());
         for (const auto& k : result.resources) {
-            resources.push_back(Json{{"kernel", k.kernel}, {"registers", k.registers},
-                                     {"spill_store_bytes", k.spill_store_bytes}, {"spill_load_bytes", k.spill_load_bytes},
-                                     {"static_smem_bytes", k.static_smem_bytes}});
-            table.add_row({describe_param_point(point), k.kernel, std::to_string(k.registers),
-                           fmt::format("{}/{}", k.spill_store_bytes, k.spill_load_bytes), std::to_string(k.static_smem_bytes),
+            // Without a ptxas report (resources read from the CUBIN) spills are unknown: the stack
+            // frame, which includes them, is shown instead.
+            std::string spills = k.from_cubin ? fmt::format("? ({} B stack)", k.stack_frame_bytes)
+                                              : fmt::format("{}/{}", k.spill_store_bytes, k.spill_load_bytes);
+            table.add_row({describe_param_point(point), k.kernel, std::to_string(k.registers), spills,
+                           std::to_string(k.static_smem_bytes),
                            result.cache_hit ? "cached" : fmt::format("{:.0f} ms", result.seconds * 1e3)});
         }
         entry["resources"] = resources;

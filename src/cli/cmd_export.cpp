@@ -1,11 +1,13 @@
-// `kforge export ARCHIVE (--best | --candidate ID) -o FILE`: one candidate as a standalone .cu.
+// `kforge export ARCHIVE (--best | --candidate ID) -o FILE [--launcher | --torch]`: one candidate
+// as a standalone .cu.
 //
 // The file carries its provenance in a header comment (task and hash, versions, device, verdict,
 // fitness, params, per-shape medians beside the reference's, and the launch plan resolved for every
 // bench shape against the task snapshot stored in the run), then the measured params as guarded
 // #defines, the toolkit headers that stand in for kforge's NVRTC prelude, and the candidate source
 // with __device__ added where NVRTC's -default-device made it implicit. `nvcc -c` compiles it as
-// is.
+// is. --launcher adds the host code that runs the plan (export_code.hpp) and writes FILE.h beside;
+// --torch adds a PyTorch operator over it and writes FILE_load.py, which builds it.
 #include <ctime>
 #include <memory>
 
@@ -14,6 +16,7 @@
 #include "archive/archive.hpp"
 #include "archive/run_task.hpp"
 #include "cli/app.hpp"
+#include "cli/export_code.hpp"
 #include "cli/export_source.hpp"
 #include "cli/table.hpp"
 #include "core/plan_check.hpp"
@@ -31,12 +34,21 @@ namespace {
 
 using Align = TextTable::Align;
 
+// What the export holds beside the device code.
+enum class HostCode
+{
+    none,     // the device code alone; kforge's launch plan is described in the comment
+    launcher, // kforge_<task>() and FILE.h
+    torch     // the launcher and the PyTorch operator kforge::<task>, and FILE_load.py
+};
+
 struct ExportOptions
 {
     std::string archive_path;
     bool best = false;
     std::optional<int64_t> candidate_id;
     std::string output;
+    HostCode host = HostCode::none;
 };
 
 // Every line prefixed with "// " (blank lines with "//").
@@ -171,6 +183,7 @@ struct ExportParts
     ParamPoint point;         // the params the file defines
     std::string params_note;
     DeviceAnnotation nvcc;
+    std::optional<Plan> plan; // the launch plan, validated (host-code exports only)
 };
 
 ExportParts gather_parts(const Archive& archive, const Candidate& candidate)
@@ -249,18 +262,84 @@ std::string header_text(const Archive& archive, const Candidate& candidate,
     return out;
 }
 
-std::string build_export(const Archive& archive, const Candidate& candidate)
+// The plan host code runs: validated as kforge validates it before compiling, with every param
+// bound by the exported point.
+Plan checked_plan(const ExportParts& parts, const Candidate& candidate)
+{
+    if (!parts.task)
+        fail_input("candidate #{}: host code needs the run's task, which does not load: {}",
+                   candidate.id, parts.task_problem);
+    try {
+        Plan plan = candidate_plan(*parts.task, candidate.source);
+        validate_plan(*parts.task, plan, find_kernel_names(candidate.source));
+        for (const auto& [name, values] : plan.params)
+            if (!parts.point.count(name))
+                throw PlanError(fmt::format("no value for param '{}'", name));
+        return plan;
+    } catch (const PlanError& e) {
+        fail_input("candidate #{}: its launch plan cannot be exported as host code: {}",
+                   candidate.id, e.what());
+    }
+}
+
+// The files an export writes: the .cu, and beside it the header or the loader.
+struct ExportFiles
+{
+    std::string cu;
+    std::string header; // --launcher
+    std::string loader; // --torch
+};
+
+ExportFiles build_export(const Archive& archive, const Candidate& candidate,
+                         const ExportOptions& options)
 {
     ExportParts parts = gather_parts(archive, candidate);
-    std::string out = as_comment(header_text(archive, candidate, parts)) + "\n";
+    std::optional<LauncherSource> host;
+    if (options.host != HostCode::none) {
+        parts.plan = checked_plan(parts, candidate);
+        host.emplace(LauncherSource{*parts.task, *parts.plan,
+                                    describe_launcher(*parts.task, *parts.plan), parts.point});
+    }
+    std::filesystem::path cu_path = options.output;
+    std::string cu_name = cu_path.filename().string();
+    std::string header_name = cu_path.stem().string() + ".h";
+    std::string loader_name = cu_path.stem().string() + "_load.py";
+
+    std::string comment = header_text(archive, candidate, parts);
+    if (options.host == HostCode::launcher)
+        comment += fmt::format("\nhost code (kforge export --launcher; declared in {}):\n\n{}",
+                               header_name, launcher_contract(*host));
+    if (options.host == HostCode::torch)
+        comment += fmt::format("\nPyTorch operator (kforge export --torch): kforge::{}\nbuild and "
+                               "load it with {} (python3 {} builds it and prints the schema)\n",
+                               torch_schema(*host), loader_name, loader_name);
+    ExportFiles files;
+    std::string& out = files.cu;
+    out = as_comment(comment) + "\n";
+    if (options.host == HostCode::torch)
+        out += torch_prologue();
     for (const auto& [name, value] : parts.point)
         out += fmt::format("#ifndef {0}\n#define {0} {1}\n#endif\n", name, value);
+    if (host)
+        out += "\n" + generate_resolve_code(*host) +
+               "\n// KFORGE_RESOLVE_ONLY keeps only the host arithmetic above (any C++ "
+               "compiler takes it).\n#ifndef KFORGE_RESOLVE_ONLY\n";
     out += "\n// What kforge's NVRTC prelude gives candidates, from the toolkit's headers.\n";
     out += nvcc_prelude();
     out += fmt::format("\n// ---- candidate #{} ----\n", candidate.id) + parts.nvcc.source;
     if (out.back() != '\n')
         out += '\n';
-    return out;
+    if (host) {
+        out += "\n" + generate_launcher_code(*host);
+        if (options.host == HostCode::torch)
+            out += "\n" + generate_torch_op(*host);
+        out += "\n#endif // KFORGE_RESOLVE_ONLY\n";
+    }
+    if (options.host == HostCode::launcher)
+        files.header = generate_launcher_header(*host, cu_name, header_name);
+    if (options.host == HostCode::torch)
+        files.loader = generate_torch_loader(*host, cu_name, loader_name);
+    return files;
 }
 
 int run_export(const ExportOptions& options)
@@ -282,13 +361,26 @@ int run_export(const ExportOptions& options)
     if (!candidate->evaluation.verdict.is_correct())
         log_warn("candidate #{} is not correct ({}); exporting it anyway", candidate->id,
                  verdict_name(candidate->evaluation.verdict.kind));
-    std::string text = build_export(archive, *candidate);
+    ExportFiles files = build_export(archive, *candidate, options);
     if (options.output == "-") {
-        fmt::print("{}", text);
+        fmt::print("{}", files.cu);
         return k_exit_ok;
     }
-    write_file_atomic(options.output, text);
-    log_info("wrote {}: candidate #{} ({}{})", options.output, candidate->id,
+    std::filesystem::path cu_path = options.output;
+    std::vector<std::string> beside;
+    if (!files.header.empty()) {
+        auto path = std::filesystem::path(cu_path).replace_extension(".h");
+        write_file_atomic(path, files.header);
+        beside.push_back(path.string());
+    }
+    if (!files.loader.empty()) {
+        auto path = cu_path.parent_path() / (cu_path.stem().string() + "_load.py");
+        write_file_atomic(path, files.loader);
+        beside.push_back(path.string());
+    }
+    write_file_atomic(options.output, files.cu);
+    log_info("wrote {}{}: candidate #{} ({}{})", options.output,
+             beside.empty() ? "" : " and " + join(beside, ", "), candidate->id,
              verdict_name(candidate->evaluation.verdict.kind),
              candidate->evaluation.fitness
                  ? fmt::format(", fitness {:.2f}x", *candidate->evaluation.fitness)
@@ -310,9 +402,26 @@ void add_export_command(CLI::App& app, CommandSlot& slot)
     auto* id = cmd->add_option("--candidate", *candidate_id, "the candidate with this id");
     best->excludes(id);
     cmd->add_option("-o,--output", options->output, "file to write ('-' for stdout)")->required();
-    cmd->callback([options, candidate_id, best, id, &slot] {
+    auto* launcher =
+        cmd->add_flag("--launcher")
+            ->description("also write the host launcher kforge_<task>() that runs the plan, and "
+                          "FILE.h");
+    auto* torch = cmd->add_flag("--torch")->description(
+        "also write the PyTorch operator kforge::<task>, and FILE_load.py that builds it");
+    launcher->excludes(torch);
+    cmd->callback([options, candidate_id, best, id, launcher, torch, &slot] {
         if (best->count() + id->count() != 1)
             throw CLI::ValidationError("export", "give one of --best or --candidate ID");
+        if (launcher->count() + torch->count() > 0) {
+            options->host = launcher->count() > 0 ? HostCode::launcher : HostCode::torch;
+            if (std::filesystem::path(options->output).extension() != ".cu")
+                throw CLI::ValidationError(
+                    "export", fmt::format("with {}, -o names the .cu file to write (FILE.cu; {} "
+                                          "goes beside it), got '{}'",
+                                          launcher->count() > 0 ? "--launcher" : "--torch",
+                                          launcher->count() > 0 ? "FILE.h" : "FILE_load.py",
+                                          options->output));
+        }
         if (id->count() > 0)
             options->candidate_id = *candidate_id;
         slot = [options] { return run_export(*options); };

@@ -236,6 +236,8 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
     report["bench_shapes"] = labels;
     report["failures"] = failures_section(archive, counts, options);
     report["gpus"] = gpus_section(archive);
+    if (options.gpu_work)
+        report["gpu"] = gpu_work_section(archive);
     if (options.calls)
         report["calls"] = calls_section(archive, options);
     if (options.lineage) {

@@ -37,6 +37,7 @@ struct OptimizeOptions {
     std::string arch;
     std::optional<size_t> compile_workers;
     double deadline_s = 10;
+    bool no_reuse = false;
 };
 
 std::string timestamp()
@@ -89,7 +90,8 @@ RunConfig build_config(const OptimizeOptions& o)
     s.seed = o.seed ? *o.seed : random_u64();
     if (!o.session.no_knowledge && o.session.knowledge_path.empty())
         config.knowledge = default_knowledge_path().string();
-    config.evaluator = Json{{"arch", o.arch}, {"compile_workers", o.compile_workers.value_or(0)}, {"deadline_s", o.deadline_s}};
+    config.evaluator = Json{{"arch", o.arch}, {"compile_workers", o.compile_workers.value_or(0)}, {"deadline_s", o.deadline_s},
+                            {"reuse", !o.no_reuse}};
     apply_session_options(o.session, BudgetBase{}, config);
     return config;
 }
@@ -152,6 +154,8 @@ void add_optimize_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("--compile-workers", o->compile_workers, "parallel NVRTC compiles (default: from the cores)");
     cmd->add_option("--deadline", o->deadline_s, "seconds one run of a plan may take before it is killed")
         ->capture_default_str();
+    cmd->add_flag("--no-reuse", o->no_reuse, "run every verification and timing on the GPU, even of a (kernel binary, "
+                                             "params) point measured earlier in the run (for comparisons)");
     cmd->callback([o, &slot] { slot = [o] { return run_optimize(*o); }; });
 }
 

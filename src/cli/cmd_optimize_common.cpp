@@ -272,6 +272,7 @@ void Session::start_evaluator(const RunConfig& config, uint64_t run_secret, MpiW
     evaluator.run_secret = run_secret;
     evaluator.gpus = parse_gpu_selection(config.evaluator.value("gpus", std::string("all")));
     evaluator.mpi = mpi;
+    evaluator.reuse_measurements = config.evaluator.value("reuse", true); // absent in runs from before the flag
     m_evaluator = make_gpu_evaluator(m_task, evaluator);
 }
 

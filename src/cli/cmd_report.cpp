@@ -62,6 +62,7 @@ ReportData gather_report_data(const Archive& archive)
     inspect.top = k_top_rows;
     inspect.calls = true;
     inspect.limit = 0; // the page lists no recent calls, only the usage per model
+    inspect.gpu_work = false; // not on the page, and it reads every candidate
     if (data.best)
         inspect.lineage = data.best->id;
     data.inspect = build_inspect_report(archive, inspect);

@@ -130,9 +130,14 @@ bool report_job(const CompileJob& job)
             fmt::print("  {}: {}: compiled ({}), no ptxas report\n", where, kernel, time);
             continue;
         }
-        fmt::print("  {}: {}: {} registers, {} B spill stores, {} B spill loads, {} B stack, {} B static smem ({})\n", where,
-                   kernel, it->registers, it->spill_store_bytes, it->spill_load_bytes, it->stack_frame_bytes,
-                   it->static_smem_bytes, time);
+        if (it->from_cubin) // NVRTC's log had no ptxas report: the CUBIN's own record, without spill counts
+            fmt::print("  {}: {}: {} registers, {} B stack, {} B static smem (from the CUBIN; no ptxas report, so spills "
+                       "unknown) ({})\n",
+                       where, kernel, it->registers, it->stack_frame_bytes, it->static_smem_bytes, time);
+        else
+            fmt::print("  {}: {}: {} registers, {} B spill stores, {} B spill loads, {} B stack, {} B static smem ({})\n",
+                       where, kernel, it->registers, it->spill_store_bytes, it->spill_load_bytes, it->stack_frame_bytes,
+                       it->static_smem_bytes, time);
     }
     return true;
 }

@@ -19,6 +19,7 @@ struct InspectOptions
     bool calls = false;             // also list LLM usage per model and recent calls
     std::optional<int64_t> lineage; // also show this candidate's ancestry
     bool grid = false;              // also draw each island's MAP-Elites grid
+    bool gpu_work = true;           // the "gpu" section (reads every candidate's runs)
     size_t limit = 30;              // rows of the failure and call lists
     bool json = false;
 };
@@ -50,5 +51,11 @@ std::string render_grid_text(const Json& grid);
 // lost}], "candidates_measured", "candidates_without_gpu"}, and its text view.
 Json gpus_section(const Archive& archive);
 std::string render_gpus_text(const Json& section);
+// How the run's GPU time went (cmd_inspect_gpu.cpp): runs measured and reused, and the time spent
+// measuring a (binary, plan, params) point again that earlier runs had covered; with the seconds
+// from the first candidate's record to the run's start.
+Json gpu_work_section(const Archive& archive);
+// "GPU time on repeats: 3.1 s of 52.0 s (6%); ..." from that section.
+std::string gpu_work_text(const Json& gpu);
 
 } // namespace kforge

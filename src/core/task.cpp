@@ -311,6 +311,8 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
     for (const auto& s : task.symbols)
         symbol_names.insert(s.name);
     std::vector<std::string> derived_order = order_derived(derived, symbol_names);
+    for (const auto& name : derived_order)
+        task.derived_symbols.push_back({name, derived.at(name).first});
     for (const auto& [name, unused] : derived)
         symbol_names.insert(name);
 

@@ -34,6 +34,12 @@ struct SymbolSpec {
     int64_t multiple_of = 1;
 };
 
+// A symbol computed from others (`"value": "R * 16"`); every shape holds its value too.
+struct DerivedSymbol {
+    std::string name;
+    Expr value;                  // integer expression over other symbols
+};
+
 enum class Intent { in, out, inout };
 std::string_view intent_name(Intent intent);
 
@@ -150,6 +156,7 @@ struct Task {
     std::vector<std::string> tags;
     std::string description;
     std::vector<SymbolSpec> symbols;
+    std::vector<DerivedSymbol> derived_symbols; // each after the symbols it uses
     std::vector<Expr> constraints;
     std::map<std::string, double, std::less<>> constants;
     std::vector<ArgSpec> args;

@@ -15,6 +15,7 @@ namespace kforge {
 namespace {
 
 constexpr auto k_redraw_interval = std::chrono::milliseconds(250);
+constexpr auto k_waiting_line_interval = std::chrono::seconds(5); // lines mode: silence before a note
 
 size_t terminal_width()
 {
@@ -67,6 +68,8 @@ std::string render_progress_line(const ProgressSnapshot& s)
         gpu = fmt::format("{} GPUs {:.0f}% [{}]", s.gpus.size(), 100 * s.gpu_busy, join(each, " "));
     }
     parts.push_back(gpu);
+    if (!s.waiting_for.empty())
+        parts.push_back("waiting for: " + s.waiting_for);
     return "kforge: " + join(parts, " | ");
 }
 
@@ -79,6 +82,7 @@ ProgressReporter::~ProgressReporter()
 
 void ProgressReporter::recorded(const ProgressSnapshot& snapshot, std::string_view line)
 {
+    m_last_line = std::chrono::steady_clock::now();
     if (m_mode == ProgressMode::lines)
         log_info("[{}/{}] {}", snapshot.done, snapshot.budget, line);
     else if (m_mode == ProgressMode::live) {
@@ -95,9 +99,14 @@ void ProgressReporter::event(std::string_view text)
 
 void ProgressReporter::tick(const ProgressSnapshot& snapshot)
 {
+    auto now = std::chrono::steady_clock::now();
+    if (m_mode == ProgressMode::lines && !snapshot.waiting_for.empty() && now - m_last_line >= k_waiting_line_interval) {
+        m_last_line = now;
+        log_info("[{}/{}] {}: waiting for: {}", snapshot.done, snapshot.budget, format_elapsed(snapshot.elapsed_s),
+                 snapshot.waiting_for);
+    }
     if (m_mode != ProgressMode::live)
         return;
-    auto now = std::chrono::steady_clock::now();
     if (now - m_last_draw < k_redraw_interval)
         return;
     m_last_draw = now;

@@ -4,7 +4,8 @@
 // counts, best speedup, dollars spent, elapsed time, ETA, how busy the GPU is — with several GPUs,
 // each one's busy share and candidates), redrawn at most four times a second and kept below log lines (util/log's status line); new bests and other events
 // still get their own lines above it. Elsewhere (a pipe, a file, CI): one `[k/N]` line per recorded
-// candidate. Quiet mode prints neither.
+// candidate, and a `[k/N] waiting for: ...` line when nothing was recorded for a while, so a log
+// says what a slow start or a stall waits on. Quiet mode prints neither.
 #pragma once
 
 #include <chrono>
@@ -38,6 +39,9 @@ struct ProgressSnapshot {
     std::optional<double> eta_s;
     double gpu_busy = 0;       // share of this session's wall time
     std::vector<GpuShare> gpus; // per GPU, when the session has more than one
+    // What the next record waits for: "screening the reference (compiling 6 variants)"; "" when
+    // nothing is in flight.
+    std::string waiting_for;
 };
 
 class ProgressReporter
@@ -61,6 +65,7 @@ public:
 private:
     ProgressMode m_mode;
     std::chrono::steady_clock::time_point m_last_draw{};
+    std::chrono::steady_clock::time_point m_last_line = std::chrono::steady_clock::now(); // lines mode
 };
 
 // "1h02m", "12m03s", "45s".

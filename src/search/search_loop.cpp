@@ -263,6 +263,7 @@ void SearchLoop::verify_final_best()
     log_info("checking the best candidate #{} on the held-out shapes", best->id);
     EvalJob job;
     job.ticket = k_final_ticket;
+    job.label = best->source_hash;
     job.source = best->source;
     job.options.held_out = true;
     job.options.only_params = best->evaluation.best_params;
@@ -277,6 +278,34 @@ void SearchLoop::verify_final_best()
     m_state.held_out[best->id] = passed ? "passed" : "failed";
     if (!passed)
         log_warn("the best candidate #{} FAILED on the held-out shapes: {}", best->id, m_final_check->verdict.message);
+}
+
+// What the oldest item in flight (every record waits for it) still needs, and what the evaluator is
+// busy with meanwhile.
+std::string SearchLoop::waiting_for() const
+{
+    if (m_flights.empty())
+        return "";
+    const Flight& head = m_flights.begin()->second;
+    std::string what = head.item.kind == ItemKind::reference ? "the reference"
+                       : head.item.kind == ItemKind::seed    ? fmt::format("seed {}", head.item.seed_index + 1)
+                                                             : fmt::format("item {} ({})", head.item.seq,
+                                                                           item_kind_name(head.item.kind));
+    std::string text;
+    if (!head.dispatched)
+        text = "scheduling " + what;
+    else if (!head.proposed)
+        text = fmt::format("model calls ({} in flight; the oldest is {})", m_pool->outstanding(), what);
+    else if (head.held_out_submitted && !head.held_out)
+        text = "checking " + what + " on the held-out shapes";
+    else if (head.confirm_submitted && !head.confirm)
+        text = "confirming " + what;
+    else if (!head.source.empty() && !head.duplicate && !head.screen)
+        text = "screening " + what;
+    else
+        return "";
+    std::string busy = m_services.evaluator.activity();
+    return busy.empty() ? text : text + " (" + busy + ")";
 }
 
 double SearchLoop::elapsed_s() const
@@ -299,6 +328,7 @@ ProgressSnapshot SearchLoop::snapshot() const
     s.gpu_busy = m_services.evaluator.gpu_busy_fraction();
     if (m_gpu_count > 1)
         s.gpus = gpu_shares();
+    s.waiting_for = waiting_for();
     if (m_outcome.recorded > 0) {
         double per_candidate = s.elapsed_s / static_cast<double>(m_outcome.recorded);
         double eta = per_candidate * static_cast<double>(std::max<int64_t>(0, s.budget - s.done));

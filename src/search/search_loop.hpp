@@ -38,6 +38,10 @@ struct Flight {
     std::string source;                  // what is evaluated ("" when the proposal has none)
     std::string source_hash;
     bool duplicate = false;              // an earlier item has the same source
+    // Set when an earlier item with the same source arrived after this one had gone to the
+    // evaluator: that item records first, so it takes over this item's evaluation, and results
+    // still to come for this item's tickets are passed to it.
+    std::optional<uint64_t> evaluated_for;
     std::optional<Evaluation> screen;
     std::optional<Evaluation> confirm;
     bool confirm_submitted = false;
@@ -76,6 +80,7 @@ private:
     void verify_final_best();
     ProgressSnapshot snapshot() const;
     std::vector<GpuShare> gpu_shares() const;
+    std::string waiting_for() const;
     double elapsed_s() const;
 
     // --- search_schedule.cpp ---
@@ -94,6 +99,7 @@ private:
     void take_pool_result(PoolResult result);
     void accept_proposal(Flight& flight, Proposal proposal);
     void accept_source(Flight& flight);
+    void adopt_evaluation(Flight& flight, Flight& later);
     void take_evaluation(EvalResult result);
     void submit(Flight& flight, EvalJobKind kind, EvalOptions options);
     bool head_ready(Flight& flight);

@@ -40,6 +40,16 @@ bool interrupted_call(const Proposal& proposal)
     return false;
 }
 
+// metrics.runs (every GPU run of the candidate, for `kforge inspect`): `first`'s, then `later`'s.
+void append_runs(Json& metrics, const Json& first, const Evaluation& later)
+{
+    Json runs = first.value("runs", Json::array());
+    for (const auto& run : later.metrics.value("runs", Json::array()))
+        runs.push_back(run);
+    if (!runs.empty())
+        metrics["runs"] = runs;
+}
+
 std::string describe_verdict(const Candidate& candidate)
 {
     const Evaluation& e = candidate.evaluation;
@@ -105,13 +115,37 @@ void SearchLoop::accept_source(Flight& flight)
             flight.duplicate = true;
     if (flight.duplicate)
         return;
+    // Model calls finish out of order, so a later item with the same source may already be at the
+    // evaluator. This item records first and would make that one a duplicate at its turn: take
+    // over its evaluation now rather than evaluate the same source twice.
+    for (auto& [seq, other] : m_flights)
+        if (seq > flight.item.seq && !other.duplicate && other.source_hash == flight.source_hash &&
+            (other.item.kind == ItemKind::reference) == (flight.item.kind == ItemKind::reference)) {
+            adopt_evaluation(flight, other);
+            return;
+        }
     submit(flight, EvalJobKind::screen, EvalOptions{}); // submit() sets task_code
+}
+
+void SearchLoop::adopt_evaluation(Flight& flight, Flight& later)
+{
+    flight.screen = std::move(later.screen);
+    flight.confirm = std::move(later.confirm);
+    flight.held_out = std::move(later.held_out);
+    flight.confirm_submitted = later.confirm_submitted;
+    flight.held_out_submitted = later.held_out_submitted;
+    later.screen.reset();
+    later.confirm.reset();
+    later.held_out.reset();
+    later.duplicate = true;
+    later.evaluated_for = flight.item.seq;
 }
 
 void SearchLoop::submit(Flight& flight, EvalJobKind kind, EvalOptions options)
 {
     EvalJob job;
     job.ticket = flight.item.seq * k_job_kinds + static_cast<uint64_t>(kind);
+    job.label = flight.source_hash;
     job.source = flight.source;
     options.task_code = flight.item.kind == ItemKind::reference;
     job.options = std::move(options);
@@ -129,6 +163,8 @@ void SearchLoop::take_evaluation(EvalResult result)
         return;
     }
     auto it = m_flights.find(result.ticket / k_job_kinds);
+    if (it != m_flights.end() && it->second.evaluated_for)
+        it = m_flights.find(*it->second.evaluated_for);
     if (it == m_flights.end())
         return;
     Flight& flight = it->second;
@@ -308,10 +344,15 @@ Evaluation SearchLoop::merged_evaluation(const Flight& flight) const
             merged.metrics["sweep"] = screen.metrics["sweep"];
         merged.metrics["screen_fitness"] = screen.fitness ? Json(*screen.fitness) : Json();
         merged.eval_seconds += screen.eval_seconds;
+        append_runs(merged.metrics, screen.metrics, *flight.confirm);
+    } else if (flight.confirm) {
+        // Started early and then not needed: its numbers are not recorded, its GPU time is.
+        append_runs(merged.metrics, merged.metrics, *flight.confirm);
     }
     if (flight.held_out) {
         const Evaluation& check = *flight.held_out;
         merged.eval_seconds += check.eval_seconds;
+        append_runs(merged.metrics, merged.metrics, check);
         for (const auto& m : check.measurements)
             if (m.shape_set == "held_out")
                 merged.measurements.push_back(m);

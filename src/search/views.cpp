@@ -12,7 +12,7 @@ namespace kforge {
 namespace {
 
 // Metrics keys the search adds for its own bookkeeping; they mean nothing to a model.
-constexpr const char* k_private_metrics[] = {"screen_fitness", "suspicious_fitness", "held_out", "sweep"};
+constexpr const char* k_private_metrics[] = {"screen_fitness", "suspicious_fitness", "held_out", "sweep", "runs"};
 
 double number_at(const Json& object, const char* key)
 {

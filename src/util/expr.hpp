@@ -72,6 +72,8 @@ public:
         std::string name;
         uint32_t arity = 0;
     };
+    // The parsed form, for code that translates an expression (the export's C++ generator).
+    const std::vector<Node>& nodes() const { return m_nodes; }
 
 private:
     std::string m_text;

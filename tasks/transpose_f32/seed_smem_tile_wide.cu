@@ -1,10 +1,19 @@
 // transpose_f32 seed: 32 x 32 tiles with several tiles per block along the output rows (TILES_X),
 // so each block keeps more loads in flight; same padded shared-memory staging and edge guards.
+// STREAM = 1 uses evict-first loads and stores (__ldcs / __stcs): the data is touched once.
 /* kforge:plan
-{ "params": {"TILES_X": [2, 4], "ROWS": [8, 16]},
+{ "params": {"TILES_X": [2, 4], "ROWS": [8, 16], "STREAM": [0, 1]},
   "launches": [{"kernel": "transpose_wide", "grid": ["ceil_div(N, 32 * TILES_X)", "ceil_div(M, 32)", 1],
                 "block": [32, "ROWS", 1], "args": ["in", "out", "M", "N"]}] }
 */
+
+#if STREAM
+#define LOAD(p) __ldcs(p)
+#define STORE(p, v) __stcs(p, v)
+#else
+#define LOAD(p) (*(p))
+#define STORE(p, v) (*(p) = (v))
+#endif
 
 extern "C" __global__ void __launch_bounds__(32 * ROWS)
 transpose_wide(const float* __restrict__ in, float* __restrict__ out, int M, int N)
@@ -20,7 +29,7 @@ transpose_wide(const float* __restrict__ in, float* __restrict__ out, int M, int
             for (int r = threadIdx.y; r < 32; r += ROWS) {
                 int m = m0 + r;
                 if (m < M)
-                    tile[t][r][threadIdx.x] = in[m * N + n];
+                    tile[t][r][threadIdx.x] = LOAD(&in[m * N + n]);
             }
         }
     }
@@ -34,7 +43,7 @@ transpose_wide(const float* __restrict__ in, float* __restrict__ out, int M, int
         for (int r = threadIdx.y; r < 32; r += ROWS) {
             int nn = n0 + t * 32 + r;
             if (nn < N)
-                out[nn * M + m] = tile[t][threadIdx.x][r];
+                STORE(&out[nn * M + m], tile[t][threadIdx.x][r]);
         }
     }
 }

@@ -200,12 +200,18 @@ TEST_CASE("kernels get lowered names and ptxas resources, extern \"C\" and templ
     REQUIRE(tiled);
     REQUIRE(scaled);
     CHECK(spilly->registers == 32);
-    CHECK(spilly->spill_store_bytes > 0);
-    CHECK(spilly->spill_load_bytes > 0);
     CHECK(spilly->stack_frame_bytes > 0);
     CHECK(tiled->static_smem_bytes == 32 * 33 * 4);
-    CHECK(tiled->barriers == 1);
     CHECK(scaled->registers > 0);
+    if (spilly->from_cubin) {
+        // This NVRTC wrote no ptxas report: the CUBIN gave the figures above, but not spill counts
+        // or barriers.
+        WARN("no ptxas report in NVRTC's log: spill and barrier counts unchecked");
+    } else {
+        CHECK(spilly->spill_store_bytes > 0);
+        CHECK(spilly->spill_load_bytes > 0);
+        CHECK(tiled->barriers == 1);
+    }
 }
 
 TEST_CASE("a kernel the source lacks is reported plainly, not as a name-map error", "[evaluator][compile]")

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "evaluator/compile.hpp"
@@ -130,7 +131,10 @@ TEST_CASE("kforge task check compiles the reference, then runs the GPU self-test
     INFO(result.out << result.err);
     CHECK(result.exit_code == 0);
     CHECK(result.out.find("reference.cu: softmax_ref: ") != std::string::npos);
-    CHECK(result.out.find(" registers, 0 B spill stores") != std::string::npos);
+    // Resources on every machine: from the ptxas report, or where NVRTC's log has none (seen on a
+    // driver-580 machine), from the CUBIN itself; never "no ptxas report".
+    CHECK(std::regex_search(result.out, std::regex(R"(softmax_ref: [1-9][0-9]* registers, (0 B spill stores|0 B stack, [0-9]+ B static smem \(from the CUBIN))")));
+    CHECK(result.out.find("no ptxas report") == std::string::npos);
     CHECK(result.out.find(" compile(s) succeeded") != std::string::npos);
     if (test::gpu_unavailable_reason().empty()) {
         CHECK(result.out.find("self-tests passed") != std::string::npos);

@@ -102,6 +102,7 @@ TEST_CASE("repeated evaluations of one kernel agree within a few percent", "[gpu
     Task task = load_task(test::source_dir() / "tasks" / "softmax_f32.json");
     EvaluatorConfig config;
     config.worker_executable = test::kforge_binary().string();
+    config.reuse_measurements = false; // the same point four times: each must really be timed
     auto evaluator = make_gpu_evaluator(task, config);
     std::vector<EvalJob> jobs;
     for (uint64_t i = 0; i < 4; ++i) {
@@ -122,4 +123,43 @@ TEST_CASE("repeated evaluations of one kernel agree within a few percent", "[gpu
     double hi = *std::max_element(medians.begin(), medians.end());
     INFO("medians on " << task.bench.front().label << ": " << lo << " .. " << hi << " ns");
     CHECK(hi / lo < 1.03);
+}
+
+TEST_CASE("a kernel evaluated again is answered from the memo; a held-out check after it runs only that check",
+          "[gpu][evaluator]")
+{
+    test::require_gpu();
+    Task task = load_task(test::source_dir() / "tasks" / "softmax_f32.json");
+    EvaluatorConfig config;
+    config.worker_executable = test::kforge_binary().string();
+    config.run_secret = 0x5eed;
+    auto evaluator = make_gpu_evaluator(task, config);
+    auto job = [&](uint64_t ticket, bool held_out) {
+        EvalJob j;
+        j.ticket = ticket;
+        j.source = fixture("good_block_row.cu");
+        j.options.held_out = held_out;
+        return j;
+    };
+    // One after the other, so which job measured and which reused is known.
+    Evaluation first = evaluate_all(*evaluator, {job(0, false)}).at(0);
+    Evaluation again = evaluate_all(*evaluator, {job(1, false)}).at(1);
+    Evaluation checked = evaluate_all(*evaluator, {job(2, true)}).at(2);
+    REQUIRE(first.verdict.is_correct());
+    REQUIRE(again.verdict.is_correct());
+    INFO("first: " << first.metrics["runs"].dump() << "\nagain: " << again.metrics["runs"].dump());
+    for (const auto& run : first.metrics["runs"])
+        CHECK(!run.contains("reused"));
+    for (const auto& run : again.metrics["runs"]) {
+        CHECK(run.contains("reused"));
+        CHECK(run["gpu_s"].get<double>() == 0);
+    }
+    CHECK(again.measurements.front().median_ns == first.measurements.front().median_ns);
+    CHECK(again.fitness == first.fitness);
+    REQUIRE(checked.verdict.is_correct());
+    const Json last = checked.metrics["runs"].back();
+    INFO("held-out check: " << last.dump());
+    CHECK(last["held_out"].get<bool>());
+    CHECK(last["reused"]["phases"].dump().find("timing") != std::string::npos);
+    CHECK(last["gpu_s"].get<double>() > 0);
 }

@@ -1,6 +1,7 @@
 // The fake evaluator's landscape and job threads; see fake_evaluator.hpp.
 #include "search/fake_evaluator.hpp"
 
+#include <algorithm>
 #include <regex>
 
 #include "core/plan.hpp"
@@ -168,11 +169,15 @@ void FakeEvaluator::work()
             m_job_ready.wait(lock, [this] { return m_stopping || !m_queue.empty(); });
             if (m_stopping)
                 return;
-            job = std::move(m_queue.front());
-            m_queue.pop_front();
+            auto lowest = std::min_element(m_queue.begin(), m_queue.end(),
+                                           [](const EvalJob& a, const EvalJob& b) { return a.ticket < b.ticket; });
+            job = std::move(*lowest);
+            m_queue.erase(lowest);
         }
         auto delay = std::chrono::milliseconds(0);
-        if (m_settings.max_delay.count() > 0)
+        if (m_settings.delay_of)
+            delay = m_settings.delay_of(job);
+        else if (m_settings.max_delay.count() > 0)
             delay = std::chrono::milliseconds(
                 static_cast<int64_t>(hash64(job.source, job.ticket % 3) % static_cast<uint64_t>(m_settings.max_delay.count() + 1)));
         std::this_thread::sleep_for(delay);

@@ -13,13 +13,14 @@
 //     and the cell comes from a hash of that point.
 // Confirmation runs return the fitness times a deterministic factor within +-2%. Jobs take a
 // deterministic pseudo-random time up to max_delay and several run at once, so they finish out of
-// order, as the real pipeline's do.
+// order, as the real pipeline's do. Waiting jobs are taken lowest ticket first, as the contract says.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -31,6 +32,8 @@ namespace kforge::test {
 
 struct FakeSettings {
     std::chrono::milliseconds max_delay{0};
+    // When set, each job takes this long instead (a test that needs some jobs to be slow).
+    std::function<std::chrono::milliseconds(const EvalJob&)> delay_of;
     int workers = 3;
     double confirm_noise = 0.02;
 };

@@ -118,3 +118,137 @@ struct Registrar {
     template <typename... A> Registrar(const char* name, void (*f)(A...)) { emu_register(name, (void*)f, &invoke<A...>); }
 };
 }
+
+// ---- added for the norm/softmax/scan seeds (wip/seeds-norm) -------------------------------------
+// Several blocks are resident at once (emulate.cpp's scheduler; each resident block runs in its own
+// copy of the kernel object, so static __shared__ variables are per block); __nanosleep yields to the
+// scheduler so a block that spins on another block's flag lets that block run.
+extern "C" void emu_yield();
+inline void __nanosleep(unsigned) { emu_yield(); }
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+// Warp votes (__ballot_sync, __any_sync, __all_sync): the seeds-misc block below.
+
+// ==== seeds-misc additions (append-only block: cp.async, warp votes and matches, bit intrinsics) ====
+#include <vector>
+
+// cp.async through <cuda_pipeline.h> (fakeinc/cuda_pipeline.h is empty; the primitives live here).
+// Copies are queued per thread and performed only when __pipeline_wait_prior releases their group,
+// so a kernel that reads shared memory before waiting (or before the barrier after the wait) sees
+// stale data, as it could on the GPU. Groups left pending when the block changes are dropped (on the
+// GPU they would land in the finished block's shared memory).
+namespace emu_pipe {
+struct Copy { void* dst; const void* src; size_t bytes, zfill; };
+struct Thread {
+    std::vector<std::vector<Copy>> committed;
+    std::vector<Copy> open;
+    unsigned bx = ~0u, by = ~0u, bz = ~0u;
+};
+inline Thread& mine()
+{
+    static std::vector<Thread> all;
+    unsigned tid = emu_thread_idx.x + emu_block_dim.x * (emu_thread_idx.y + emu_block_dim.y * emu_thread_idx.z);
+    if (all.size() <= tid) all.resize(tid + 1);
+    Thread& t = all[tid];
+    if (t.bx != emu_block_idx.x || t.by != emu_block_idx.y || t.bz != emu_block_idx.z) {
+        t.committed.clear(); t.open.clear();
+        t.bx = emu_block_idx.x; t.by = emu_block_idx.y; t.bz = emu_block_idx.z;
+    }
+    return t;
+}
+inline void perform(const Copy& c)
+{
+    std::memcpy(c.dst, c.src, c.bytes - c.zfill);
+    std::memset(static_cast<char*>(c.dst) + (c.bytes - c.zfill), 0, c.zfill);
+}
+}
+inline void __pipeline_memcpy_async(void* dst, const void* src, size_t bytes, size_t zfill = 0)
+{
+    if ((bytes != 4 && bytes != 8 && bytes != 16) || zfill > bytes || ((uintptr_t)dst % bytes) || ((uintptr_t)src % bytes)) {
+        fprintf(stderr, "__pipeline_memcpy_async: bad size %zu / zfill %zu or misaligned address\n", bytes, zfill);
+        abort();
+    }
+    emu_pipe::mine().open.push_back({dst, src, bytes, zfill});
+}
+inline void __pipeline_commit()
+{
+    emu_pipe::Thread& t = emu_pipe::mine();
+    t.committed.push_back(std::move(t.open));
+    t.open.clear();
+}
+inline void __pipeline_wait_prior(size_t prior)
+{
+    emu_pipe::Thread& t = emu_pipe::mine();
+    while (t.committed.size() > prior) {
+        for (const auto& c : t.committed.front()) emu_pipe::perform(c);
+        t.committed.erase(t.committed.begin());
+    }
+}
+
+// Warp votes and matches. Every lane of the warp must take part (full masks only), as in the kernels
+// that use them; each lane posts its value and reads every other lane's through emu_warp_exchange.
+inline unsigned emu_lane_count()
+{
+    unsigned threads = emu_block_dim.x * emu_block_dim.y * emu_block_dim.z;
+    unsigned lane0 = (emu_thread_idx.x + emu_block_dim.x * (emu_thread_idx.y + emu_block_dim.y * emu_thread_idx.z)) & ~31u;
+    return std::min(32u, threads - lane0);
+}
+template <typename T> inline unsigned __match_any_sync(unsigned, T v)
+{
+    uint64_t bits = 0; std::memcpy(&bits, &v, sizeof(T));
+    unsigned mask = 0, lanes = emu_lane_count();
+    for (unsigned l = 0; l < lanes; ++l) {   // one exchange round per source lane
+        uint64_t other = emu_warp_exchange(bits, (int)l);
+        if (other == bits) mask |= 1u << l;
+    }
+    return mask;
+}
+inline unsigned __ballot_sync(unsigned, int p)
+{
+    unsigned mask = 0, lanes = emu_lane_count();
+    for (unsigned l = 0; l < lanes; ++l)
+        if (emu_warp_exchange(p != 0, (int)l)) mask |= 1u << l;
+    return mask;
+}
+inline int __any_sync(unsigned m, int p) { return __ballot_sync(m, p) != 0; }
+inline int __all_sync(unsigned m, int p) { return __ballot_sync(m, p) == (emu_lane_count() == 32 ? 0xffffffffu : (1u << emu_lane_count()) - 1); }
+template <typename T> inline T __shfl_sync(unsigned, T v, int src, int width = 32)
+{
+    int lane = (int)emu_lane();
+    return emu_shfl(v, (lane & ~(width - 1)) + (src & (width - 1)));
+}
+template <typename T> inline T __ldca(const T* p) { return *p; }
+template <typename T> inline T __ldcv(const T* p) { return *const_cast<const volatile T*>(p); }
+template <typename T> inline T atomicExch(T* p, T v) { T old = *p; *p = v; return old; }
+template <typename T> inline T atomicCAS(T* p, T cmp, T v) { T old = *p; if (old == cmp) *p = v; return old; }
+template <typename T> inline T atomicMax(T* p, T v) { T old = *p; if (v > old) *p = v; return old; }
+template <typename T> inline T atomicOr(T* p, T v) { T old = *p; *p = old | v; return old; }
+inline float __fdividef(float a, float b) { return a / b; }
+inline unsigned __activemask() { return emu_lane_count() == 32 ? 0xffffffffu : (1u << emu_lane_count()) - 1; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+inline unsigned __brev(unsigned x) { unsigned r = 0; for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i); return r; }
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
+{
+    uint64_t v = ((uint64_t)y << 32) | x; unsigned r = 0;
+    for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+    return r;
+}
+template <typename T> inline T __ldcs(const T* p) { return *p; }
+template <typename T> inline T __ldcg(const T* p) { return *p; }
+template <typename T> inline T __ldlu(const T* p) { return *p; }
+template <typename T> inline void __stcs(T* p, T v) { *p = v; }
+template <typename T> inline void __stcg(T* p, T v) { *p = v; }
+template <typename T> inline void __stwt(T* p, T v) { *p = v; }
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(8) int2 { int x, y; };
+inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline int2 make_int2(int x, int y) { return {x, y}; }
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+// ==== end of seeds-misc additions ====

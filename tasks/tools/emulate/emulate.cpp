@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -68,7 +69,7 @@ emu_switch:
 )");
 
 namespace {
-enum State { runnable, at_block, at_warp, done };
+enum State { runnable, at_block, at_warp, yielded, done };
 struct Fiber {
     void* sp = nullptr;
     char* stack = nullptr;
@@ -79,26 +80,52 @@ struct Fiber {
     int src = -1;
 };
 constexpr size_t k_stack = 256 * 1024;
-std::vector<Fiber> g_fibers;
 void* g_sched_sp = nullptr;
 Fiber* g_cur = nullptr;
-std::function<void()> g_body;
 std::string g_error;
+
+struct Block;
+Block* g_cur_block = nullptr;   // the block being stepped
+void run_block_body();
 
 void fiber_entry()
 {
-    g_body();
+    run_block_body();
     g_cur->state = done;
     emu_switch(&g_cur->sp, g_sched_sp);
     abort();
 }
 
-void run_block(unsigned threads)
+// ---- resident blocks ------------------------------------------------------------------------------
+// Several blocks are resident at once (EMU_RESIDENT, default 4), like SMs running blocks side by side;
+// the scheduler steps one block at a time (each runnable fiber of it runs until a barrier, a warp
+// operation, a yield or its end) and picks the next block round-robin, or at random when
+// EMU_SCHED_SEED is set. Kernels whose blocks wait on one another (a decoupled look-back, a row split
+// over several blocks exchanging partials) spin with __nanosleep, which yields here, so the blocks they
+// wait on get to run. Each resident slot calls the kernel from its own copy of the kernel object, so
+// static __shared__ variables are private to the block in that slot (and, as on a GPU, not cleared
+// between the blocks that reuse it).
+struct Block {
+    std::vector<Fiber> fibers;
+    std::function<void()> body;
+    dim3 idx;
+    unsigned threads = 0;
+    bool active = false;
+};
+
+void run_block_body() { g_cur_block->body(); }
+
+enum class Step { progressed, yielded, finished };
+
+void start_block(Block& b, unsigned threads, dim3 idx)
 {
-    if (g_fibers.size() < threads)
-        g_fibers.resize(threads);
+    b.idx = idx;
+    b.threads = threads;
+    b.active = true;
+    if (b.fibers.size() < threads)
+        b.fibers.resize(threads);
     for (unsigned t = 0; t < threads; ++t) {
-        Fiber& f = g_fibers[t];
+        Fiber& f = b.fibers[t];
         if (!f.stack)
             f.stack = static_cast<char*>(aligned_alloc(64, k_stack));
         char* top = f.stack + k_stack;
@@ -112,51 +139,142 @@ void run_block(unsigned threads)
         f.idx.z = t / (emu_block_dim.x * emu_block_dim.y);
         f.state = runnable;
     }
-    for (;;) {
-        for (unsigned t = 0; t < threads; ++t) {
-            Fiber& f = g_fibers[t];
-            if (f.state != runnable)
-                continue;
-            g_cur = &f;
-            emu_thread_idx = f.idx;
-            emu_switch(&g_sched_sp, f.sp);
-        }
-        unsigned live = 0, at_block_n = 0;
-        for (unsigned t = 0; t < threads; ++t) {
-            live += g_fibers[t].state != done;
-            at_block_n += g_fibers[t].state == at_block;
-        }
-        if (live == 0)
-            return;
-        if (at_block_n == live) {
-            for (unsigned t = 0; t < threads; ++t)
-                if (g_fibers[t].state == at_block)
-                    g_fibers[t].state = runnable;
+}
+
+// One step of block b: run its runnable fibers, then release a block barrier or warp operations
+// that every live thread (lane) has reached.
+Step step_block(Block& b)
+{
+    g_cur_block = &b;
+    emu_block_idx = b.idx;
+    std::vector<Fiber>& fibers = b.fibers;
+    const unsigned threads = b.threads;
+    for (unsigned t = 0; t < threads; ++t) {
+        Fiber& f = fibers[t];
+        if (f.state != runnable)
             continue;
+        g_cur = &f;
+        emu_thread_idx = f.idx;
+        emu_switch(&g_sched_sp, f.sp);
+    }
+    unsigned live = 0, at_block_n = 0, yielded_n = 0;
+    for (unsigned t = 0; t < threads; ++t) {
+        live += fibers[t].state != done;
+        at_block_n += fibers[t].state == at_block;
+        yielded_n += fibers[t].state == yielded;
+    }
+    if (live == 0)
+        return Step::finished;
+    if (at_block_n == live) {
+        for (unsigned t = 0; t < threads; ++t)
+            if (fibers[t].state == at_block)
+                fibers[t].state = runnable;
+        return Step::progressed;
+    }
+    bool released = false;
+    for (unsigned w = 0; w * 32 < threads; ++w) {
+        unsigned lo = w * 32, hi = std::min(threads, lo + 32), live_w = 0, waiting = 0;
+        for (unsigned t = lo; t < hi; ++t) {
+            live_w += fibers[t].state != done;
+            waiting += fibers[t].state == at_warp;
         }
-        bool released = false;
-        for (unsigned w = 0; w * 32 < threads; ++w) {
-            unsigned lo = w * 32, hi = std::min(threads, lo + 32), live_w = 0, waiting = 0;
-            for (unsigned t = lo; t < hi; ++t) {
-                live_w += g_fibers[t].state != done;
-                waiting += g_fibers[t].state == at_warp;
-            }
-            if (live_w == 0 || waiting != live_w)
+        if (live_w == 0 || waiting != live_w)
+            continue;
+        for (unsigned t = lo; t < hi; ++t) {
+            Fiber& f = fibers[t];
+            if (f.state != at_warp)
                 continue;
-            for (unsigned t = lo; t < hi; ++t) {
-                Fiber& f = g_fibers[t];
-                if (f.state != at_warp)
-                    continue;
-                unsigned s = lo + (unsigned)f.src;
-                f.result = (f.src >= 0 && f.src < 32 && s < hi && g_fibers[s].state == at_warp) ? g_fibers[s].post : f.post;
-            }
-            for (unsigned t = lo; t < hi; ++t)
-                if (g_fibers[t].state == at_warp)
-                    g_fibers[t].state = runnable;
-            released = true;
+            unsigned s = lo + (unsigned)f.src;
+            f.result = (f.src >= 0 && f.src < 32 && s < hi && fibers[s].state == at_warp) ? fibers[s].post : f.post;
         }
-        if (!released) {
-            g_error = "deadlock: threads wait at different barriers (divergent __syncthreads or warp op)";
+        for (unsigned t = lo; t < hi; ++t)
+            if (fibers[t].state == at_warp)
+                fibers[t].state = runnable;
+        released = true;
+    }
+    if (yielded_n) {
+        for (unsigned t = 0; t < threads; ++t)
+            if (fibers[t].state == yielded)
+                fibers[t].state = runnable;
+        return released ? Step::progressed : Step::yielded;
+    }
+    if (!released) {
+        g_error = "deadlock: threads wait at different barriers (divergent __syncthreads or warp op)";
+        throw std::runtime_error(g_error);
+    }
+    return Step::progressed;
+}
+
+uint64_t next_random(uint64_t& state)
+{
+    state += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+size_t env_count(const char* name, size_t fallback)
+{
+    const char* env = getenv(name);
+    return env ? std::max(1ul, std::stoul(env)) : fallback;
+}
+
+// Runs every block of the launch, blocks started in linear order (x fastest) as slots free up.
+// body_for(s) gives the function that runs the kernel (from kernel-object copy s) for slot s. It
+// starts with EMU_RESIDENT slots (default 4); when every resident block only spins and blocks are
+// still waiting to start, it adds a slot (up to EMU_RESIDENT_MAX, default 64), as a GPU with more
+// SMs would have them resident already: a kernel whose blocks wait on up to that many others runs.
+void run_grid(dim3 grid, unsigned threads, const std::function<std::function<void()>(size_t)>& body_for)
+{
+    static std::vector<Block> slots;
+    const char* seed_env = getenv("EMU_SCHED_SEED");
+    const size_t max_resident = std::max(env_count("EMU_RESIDENT_MAX", 64), env_count("EMU_RESIDENT", 4));
+    size_t resident = env_count("EMU_RESIDENT", 4);
+    bool random = seed_env != nullptr;
+    static uint64_t rng = 0;
+    if (random && rng == 0)
+        rng = std::stoull(seed_env) + 1;
+    if (slots.size() < max_resident)
+        slots.resize(max_resident);
+    for (size_t s = 0; s < resident; ++s) {
+        slots[s].body = body_for(s);
+        slots[s].active = false;
+    }
+    const uint64_t total = (uint64_t)grid.x * grid.y * grid.z;
+    uint64_t next = 0, idle_steps = 0;
+    size_t turn = 0;
+    for (;;) {
+        size_t active = 0;
+        for (size_t s = 0; s < resident; ++s) {
+            if (!slots[s].active && next < total) {
+                dim3 idx;
+                idx.x = (unsigned)(next % grid.x);
+                idx.y = (unsigned)((next / grid.x) % grid.y);
+                idx.z = (unsigned)(next / ((uint64_t)grid.x * grid.y));
+                ++next;
+                start_block(slots[s], threads, idx);
+            }
+            active += slots[s].active;
+        }
+        if (active == 0)
+            break;
+        size_t pick = random ? next_random(rng) % resident : turn++ % resident;
+        while (!slots[pick].active)
+            pick = (pick + 1) % resident;
+        Step step = step_block(slots[pick]);
+        if (step == Step::finished)
+            slots[pick].active = false;
+        idle_steps = step == Step::yielded ? idle_steps + 1 : 0;
+        if (idle_steps >= 8 * resident && next < total && resident < max_resident) {
+            slots[resident].body = body_for(resident);
+            slots[resident].active = false;
+            ++resident;
+            idle_steps = 0;
+        }
+        if (idle_steps > 1000000) {
+            g_error = "livelock: every resident block keeps waiting (on a block that never runs? " +
+                      std::to_string(resident) + " blocks resident)";
             throw std::runtime_error(g_error);
         }
     }
@@ -178,6 +296,12 @@ uint64_t emu_warp_exchange(uint64_t bits, int src)
     return g_cur->result;
 }
 void emu_warp_barrier() { emu_warp_exchange(0, -1); }
+void emu_yield()
+{
+    g_cur->state = yielded;
+    emu_switch(&g_cur->sp, g_sched_sp);
+}
+
 
 struct Registered {
     void* fn;
@@ -209,7 +333,23 @@ std::string compile_command(const KernelFile& file, const ParamPoint& point, con
 {
     std::string glue = out + ".glue.cpp";
     std::ofstream g(glue);
-    g << "#include \"" << std::filesystem::absolute(file.path).string() << "\"\n";
+    // Dynamic shared memory: `extern __shared__ T name[];` would read `extern static` under the
+    // emulator's `#define __shared__ static`, so the kernel is compiled from a copy that says only
+    // `extern`, and the glue defines each such array with room for the largest allocation a plan may
+    // ask for (only one block exists at a time, as for static shared memory).
+    static const std::regex dynamic_shared(R"(extern\s+__shared__\s+(__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_][\w:]*)\s+([A-Za-z_]\w*)\s*\[\s*\]\s*;)");
+    std::string source = file.source;
+    std::set<std::string> defined;
+    std::string definitions;
+    for (std::sregex_iterator it(source.begin(), source.end(), dynamic_shared), end; it != end; ++it)
+        if (defined.insert((*it)[3]).second)
+            definitions += "alignas(128) " + (*it)[2].str() + " " + (*it)[3].str() + "[232448 / sizeof(" + (*it)[2].str() + ")];\n";
+    std::string included = std::filesystem::absolute(file.path).string();
+    if (!definitions.empty()) {
+        included = out + ".src.cu";
+        std::ofstream(included) << std::regex_replace(source, std::regex(R"(extern\s+__shared__)"), "extern");
+    }
+    g << "#include \"" << included << "\"\n" << definitions;
     int i = 0;
     for (const auto& name : find_kernel_names(file.source))
         g << "static emu::Registrar r" << i++ << "(\"" << name << "\", &" << name << ");\n";
@@ -547,14 +687,14 @@ CheckResult check_output(const Task& task, const Shape& shape, const ArgSpec& ou
 }
 
 // ---- running a plan ------------------------------------------------------------------------------
+// copy(s) is the kernel registry of the object copy that resident slot s runs (loaded on demand).
 std::string run_plan(const Task& task, const ResolvedPlan& plan, std::map<std::string, Buffer>& bufs,
-                     std::map<std::string, Registered>& kernels)
+                     const std::function<std::map<std::string, Registered>*(size_t)>& copy)
 {
     for (const auto& s : plan.scratch)
         bufs[s.name] = make_buffer(DType::u8, s.bytes, 0xCD);   // scratch is not initialised
     for (const auto& launch : plan.launches) {
-        auto it = kernels.find(launch.kernel);
-        if (it == kernels.end())
+        if (!copy(0)->count(launch.kernel))
             return "kernel not registered: " + launch.kernel;
         std::vector<std::vector<unsigned char>> scalars;
         std::vector<void*> ptrs;
@@ -576,14 +716,10 @@ std::string run_plan(const Task& task, const ResolvedPlan& plan, std::map<std::s
         emu_block_dim = {launch.block[0], launch.block[1], launch.block[2]};
         emu_grid_dim = {launch.grid[0], launch.grid[1], launch.grid[2]};
         unsigned threads = launch.block[0] * launch.block[1] * launch.block[2];
-        Registered k = it->second;
-        g_body = [&] { k.invoker(k.fn, args.data(), (int)args.size(), kinds.c_str()); };
-        for (unsigned z = 0; z < launch.grid[2]; ++z)
-            for (unsigned y = 0; y < launch.grid[1]; ++y)
-                for (unsigned x = 0; x < launch.grid[0]; ++x) {
-                    emu_block_idx = {x, y, z};
-                    run_block(threads);
-                }
+        run_grid(emu_grid_dim, threads, [&](size_t slot) -> std::function<void()> {
+            Registered k = copy(slot)->at(launch.kernel);
+            return [&, k] { k.invoker(k.fn, args.data(), (int)args.size(), kinds.c_str()); };
+        });
     }
     for (auto& [name, b] : bufs)
         if (!canaries_intact(b))
@@ -643,22 +779,38 @@ int main(int argc, char** argv)
                    z.ok ? "PASSES(!)" : "rejected", copy_note.c_str());
         }
         for (const auto& [file, point] : jobs) {
-            // Each shared object is opened once and kept: its static constructors register the kernels.
-            static std::map<std::string, std::map<std::string, Registered>> loaded;
+            // Each shared object is opened once per resident slot (copy k of the file for slot k, so
+            // every slot has its own statics), on demand, and kept: its static constructors register
+            // the kernels.
+            static std::map<std::string, std::vector<std::map<std::string, Registered>>> loaded;
             std::string so = so_path(*file, point);
-            if (!loaded.count(so)) {
-                g_registry = &loaded[so];
-                if (!dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-                    printf("FAIL %s %s: %s\n", file->path.filename().c_str(), describe_param_point(point).c_str(), dlerror());
-                    ++failures;
-                    continue;
+            auto& copies = loaded[so];
+            copies.reserve(1024);   // registries are handed out by address
+            auto copy = [&](size_t k) -> std::map<std::string, Registered>* {
+                while (copies.size() <= k) {
+                    std::string path = so;
+                    if (!copies.empty()) {
+                        path = so + ".slot" + std::to_string(copies.size()) + ".so";
+                        std::filesystem::copy_file(so, path, std::filesystem::copy_options::overwrite_existing);
+                    }
+                    copies.emplace_back();
+                    g_registry = &copies.back();
+                    if (!dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
+                        throw std::runtime_error(std::string("dlopen: ") + dlerror());
                 }
+                return &copies[k];
+            };
+            try {
+                copy(0);
+            } catch (const std::exception& e) {
+                printf("FAIL %s %s: %s\n", file->path.filename().c_str(), describe_param_point(point).c_str(), e.what());
+                ++failures;
+                continue;
             }
-            auto& kernels = loaded[so];
             auto bufs = pristine;
             std::string problem;
             try {
-                problem = run_plan(task, resolve_plan(task, file->plan, shape, point), bufs, kernels);
+                problem = run_plan(task, resolve_plan(task, file->plan, shape, point), bufs, copy);
             } catch (const std::exception& e) {
                 problem = e.what();
             }
