@@ -202,7 +202,7 @@ def build_driver(spec, header_path, cu_path, work):
     with open(driver, "w") as out:
         out.write(source)
     exe = os.path.join(work, f"{task}_driver")
-    run(["nvcc", "-O2", "-std=c++17", "-arch=" + ARCH, "-I", os.path.dirname(header_path),
+    run(["nvcc", "-O2", "-std=c++17", "-gencode", f"arch=compute_{ARCH[3:]},code={ARCH}", "-I", os.path.dirname(header_path),
          driver, cu_path, "-o", exe])
     return exe, [name for name, _ in values]
 

@@ -31,7 +31,7 @@ rm -f "$archive"*
     best=$("$KF" inspect "$archive" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["best"]["id"])')
     echo "== lineage of $best"; "$KF" inspect "$archive" --lineage "$best"; echo "lineage rc=$?"
     echo "== export"; "$KF" export "$archive" --best -o "$out/best.cu"; echo "export rc=$?"
-    nvcc -c -arch=sm_90a -o "$out/best.o" "$out/best.cu"; echo "nvcc rc=$?"
+    nvcc -c -gencode arch=compute_90a,code=sm_90a -o "$out/best.o" "$out/best.cu"; echo "nvcc rc=$?"
     echo "== report"; time "$KF" report "$archive" -o "$out/report.html"; echo "report rc=$?"
     echo "== eval of the exported best (a fresh process, fresh inputs)"
     "$KF" eval tasks/softmax_f32.json "$out/best.cu" --held-out; echo "eval rc=$?"

@@ -251,7 +251,9 @@ std::string header_text(const Archive& archive, const Candidate& candidate,
         out +=
             fmt::format("launch plan: not available; the run's task snapshot does not load: {}\n",
                         parts.task_problem);
-    out += "\ncompile with: nvcc -c -arch=sm_90a FILE\n";
+    // Not -arch=sm_90a: nvcc 13 then also embeds compute_90 PTX, which cannot hold Hopper-only
+    // instructions (wgmma, setmaxnreg) and fails to assemble.
+    out += "\ncompile with: nvcc -c -gencode arch=compute_90a,code=sm_90a FILE\n";
     if (!parts.nvcc.annotated.empty())
         out +=
             fmt::format("kforge compiles candidates with NVRTC -default-device, where code without "

@@ -131,8 +131,8 @@ bool report_job(const CompileJob& job)
             continue;
         }
         if (it->from_cubin) // NVRTC's log had no ptxas report: the CUBIN's own record, without spill counts
-            fmt::print("  {}: {}: {} registers, {} B stack, {} B static smem (from the CUBIN; no ptxas report, so spills "
-                       "unknown) ({})\n",
+            fmt::print("  {}: {}: {} registers, {} B stack, {} B static smem (from the CUBIN, which records no spill "
+                       "counts; a stack above 0 B may be spills) ({})\n",
                        where, kernel, it->registers, it->stack_frame_bytes, it->static_smem_bytes, time);
         else
             fmt::print("  {}: {}: {} registers, {} B spill stores, {} B spill loads, {} B stack, {} B static smem ({})\n",

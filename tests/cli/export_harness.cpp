@@ -349,7 +349,7 @@ bool check_nvcc_compiles_file(const std::filesystem::path& file, const std::stri
         return false;
     }
     auto log = file.string() + ".nvcc.log";
-    std::string command = fmt::format("'{}' -c -arch=sm_90a {} '{}' -o '{}.o' > '{}' 2>&1",
+    std::string command = fmt::format("'{}' -c -gencode arch=compute_90a,code=sm_90a {} '{}' -o '{}.o' > '{}' 2>&1",
                                       k_nvcc.string(), flags, file.string(), file.string(), log);
     int rc = std::system(command.c_str());
     INFO("nvcc output:\n" << slurp_file(log));

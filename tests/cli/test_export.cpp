@@ -34,7 +34,7 @@ bool check_nvcc_compiles(const std::filesystem::path& file)
         return false;
     }
     auto log = file.string() + ".nvcc.log";
-    std::string command = "'" + k_nvcc.string() + "' -c -arch=sm_90a '" + file.string() + "' -o '" +
+    std::string command = "'" + k_nvcc.string() + "' -c -gencode arch=compute_90a,code=sm_90a '" + file.string() + "' -o '" +
                           file.string() + ".o' > '" + log + "' 2>&1";
     int rc = std::system(command.c_str());
     INFO("nvcc output:\n" << slurp(log) << "\nfile:\n" << slurp(file));
