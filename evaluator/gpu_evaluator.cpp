@@ -3,10 +3,10 @@
 //
 // Stage 1 (several "prepare" threads, one per compile worker): plan extraction and validation,
 // source screening, and NVRTC compiles of every param point through the CompilePool — once per
-// distinct arch among the session's GPUs, so GPUs of one model share every compile. Stage 2 (one
-// thread per GPU, each owning a GpuSlot and its worker): a GPU that has nothing to do takes the
-// next compiled candidate and evaluates it whole (gpu_slot.hpp). While the GPUs work, the next
-// candidates compile, so no GPU waits on the compiler when work is queued.
+// distinct arch among the session's GPUs, so GPUs of one model share every compile (gpu_prepare).
+// Stage 2 (one thread per GPU, each owning a GpuSlot and its worker): a GPU that has nothing to do
+// takes the next compiled candidate and evaluates it whole (gpu_slot.hpp). While the GPUs work, the
+// next candidates compile, so no GPU waits on the compiler when work is queued.
 //
 // Scheduling. A job may name the GPU it should run on (EvalOptions::gpu: a confirmation goes where
 // its screen ran); other GPUs pass it over while that GPU serves. Among idle GPUs that may take a
@@ -22,19 +22,17 @@
 #include <map>
 #include <condition_variable>
 #include <deque>
-#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
-#include "core/plan_check.hpp"
-#include "core/source.hpp"
 #include "evaluator/compile.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/gpu_client.hpp"
 #include "evaluator/gpu_devices.hpp"
+#include "evaluator/gpu_prepare.hpp"
 #include "evaluator/gpu_remote.hpp"
 #include "evaluator/gpu_slot.hpp"
 #include "evaluator/measurement_memo.hpp"
@@ -88,7 +86,6 @@ private:
     void run_job(size_t index, PreparedJob& prepared);
     void serve_earlier_jobs(size_t index, uint64_t ticket);
     void prepare_loop();
-    PreparedJob prepare(EvalJob job);
     void finish(uint64_t ticket, Evaluation evaluation);
     void stop_threads();
 
@@ -519,76 +516,13 @@ void GpuEvaluator::prepare_loop()
             job = std::move(*lowest);
             m_incoming.erase(lowest);
         }
-        PreparedJob prepared = prepare(std::move(job));
+        PreparedJob prepared = prepare_job(m_task, std::move(job), *m_pool, m_arches, m_compiling);
         {
             std::lock_guard lock(m_mutex);
             m_compiled.push_back(std::move(prepared));
         }
         m_work_ready.notify_all();
     }
-}
-
-PreparedJob GpuEvaluator::prepare(EvalJob job)
-{
-    PreparedJob prepared;
-    prepared.started = EvalClock::now();
-    prepared.job = std::move(job);
-    const std::string& source = prepared.job.source;
-    try {
-        std::optional<Json> plan_json = extract_plan_json(source);
-        if (plan_json)
-            prepared.plan = parse_plan(*plan_json, "plan");
-        else if (m_task.default_plan)
-            prepared.plan = *m_task.default_plan;
-        else
-            throw PlanError("the source has no kforge:plan block and the task has no default plan");
-        validate_plan(m_task, prepared.plan, find_kernel_names(source));
-    } catch (const PlanError& e) {
-        prepared.early_failure = Verdict{VerdictKind::plan_error, e.what()};
-        return prepared;
-    }
-    std::vector<std::string> kernels;
-    for (const auto& launch : prepared.plan.launches)
-        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
-            kernels.push_back(launch.kernel);
-    Task unbound;
-    if (prepared.job.options.task_code) {
-        unbound = m_task;
-        unbound.forbid.clear();
-    }
-    if (auto refused = screen_source(prepared.job.options.task_code ? unbound : m_task, source, kernels)) {
-        prepared.early_failure = *refused;
-        return prepared;
-    }
-    std::vector<ParamPoint> points;
-    if (prepared.job.options.only_params)
-        points.push_back(*prepared.job.options.only_params);
-    else
-        points = enumerate_param_points(prepared.plan, static_cast<size_t>(m_task.limits.max_param_points));
-    std::vector<std::future<CompileResult>> futures;
-    for (const auto& arch : m_arches)
-        for (const auto& point : points) {
-            CompileRequest request;
-            request.source = source;
-            request.arch = arch;
-            request.params = point;
-            request.kernels = kernels;
-            ++m_compiling;
-            futures.push_back(std::async(std::launch::async, [this, request] { return m_pool->compile(request); }));
-        }
-    Json origin{{"ticket", prepared.job.ticket}};
-    if (!prepared.job.label.empty())
-        origin["label"] = prepared.job.label;
-    size_t next = 0;
-    for (const auto& arch : m_arches)
-        for (const auto& point : points) {
-            Variant variant{point, futures[next++].get(), "", origin};
-            --m_compiling;
-            if (variant.compiled.ok)
-                variant.memo_key = MeasurementMemo::key_for(variant.compiled.cubin, prepared.plan.json, variant.params);
-            prepared.variants[arch].push_back(std::move(variant));
-        }
-    return prepared;
 }
 
 } // namespace

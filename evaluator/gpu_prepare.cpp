@@ -1,0 +1,80 @@
+// Stage 1 of the GPU evaluator: plan extraction and validation, source screening, and the NVRTC
+// compiles of every param point, once per distinct arch among the session's GPUs (GPUs of one model
+// share every compile); see gpu_prepare.hpp. Runs on the evaluator's "prepare" threads while the
+// GPUs work on earlier jobs.
+#include "evaluator/gpu_prepare.hpp"
+
+#include <algorithm>
+#include <future>
+
+#include "core/plan_check.hpp"
+#include "core/source.hpp"
+#include "evaluator/measurement_memo.hpp"
+
+namespace kforge {
+
+PreparedJob prepare_job(const Task& task, EvalJob job, CompilePool& pool, const std::vector<std::string>& arches,
+                        std::atomic<int64_t>& compiling)
+{
+    PreparedJob prepared;
+    prepared.started = EvalClock::now();
+    prepared.job = std::move(job);
+    const std::string& source = prepared.job.source;
+    try {
+        std::optional<Json> plan_json = extract_plan_json(source);
+        if (plan_json)
+            prepared.plan = parse_plan(*plan_json, "plan");
+        else if (task.default_plan)
+            prepared.plan = *task.default_plan;
+        else
+            throw PlanError("the source has no kforge:plan block and the task has no default plan");
+        validate_plan(task, prepared.plan, find_kernel_names(source));
+    } catch (const PlanError& e) {
+        prepared.early_failure = Verdict{VerdictKind::plan_error, e.what()};
+        return prepared;
+    }
+    std::vector<std::string> kernels;
+    for (const auto& launch : prepared.plan.launches)
+        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
+            kernels.push_back(launch.kernel);
+    Task unbound;
+    if (prepared.job.options.task_code) {
+        unbound = task;
+        unbound.forbid.clear();
+    }
+    if (auto refused = screen_source(prepared.job.options.task_code ? unbound : task, source, kernels)) {
+        prepared.early_failure = *refused;
+        return prepared;
+    }
+    std::vector<ParamPoint> points;
+    if (prepared.job.options.only_params)
+        points.push_back(*prepared.job.options.only_params);
+    else
+        points = enumerate_param_points(prepared.plan, static_cast<size_t>(task.limits.max_param_points));
+    std::vector<std::future<CompileResult>> futures;
+    for (const auto& arch : arches)
+        for (const auto& point : points) {
+            CompileRequest request;
+            request.source = source;
+            request.arch = arch;
+            request.params = point;
+            request.kernels = kernels;
+            ++compiling;
+            futures.push_back(std::async(std::launch::async, [&pool, request] { return pool.compile(request); }));
+        }
+    Json origin{{"ticket", prepared.job.ticket}};
+    if (!prepared.job.label.empty())
+        origin["label"] = prepared.job.label;
+    size_t next = 0;
+    for (const auto& arch : arches)
+        for (const auto& point : points) {
+            Variant variant{point, futures[next++].get(), "", origin};
+            --compiling;
+            if (variant.compiled.ok)
+                variant.memo_key = MeasurementMemo::key_for(variant.compiled.cubin, prepared.plan.json, variant.params);
+            prepared.variants[arch].push_back(std::move(variant));
+        }
+    return prepared;
+}
+
+} // namespace kforge
