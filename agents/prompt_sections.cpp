@@ -41,8 +41,10 @@ void flatten(const Json& value, const std::string& prefix, std::vector<std::stri
         return;
     }
     std::string text = scalar_text(value);
-    if (text.size() > 200)
-        text = text.substr(0, 200) + "...";
+    if (text.size() > 200) {
+        text.resize(200); // not substr() + "...": GCC 12 misreads that as out of bounds (-Warray-bounds)
+        text += "...";
+    }
     lines.push_back(fmt::format("- {}: {}", prefix, text));
 }
 

@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int k_busy_timeout_ms = 10000;
+constexpr int k_archive_busy_timeout_ms = 10000;
 constexpr const char* k_run_columns =
     "run_id, task_name, task_spec, task_hash, task_files, config, device, toolkit_version, "
     "kforge_version, seed, state, started_at, updated_at";
@@ -48,24 +48,17 @@ void check_sqlite_file(const fs::path& path)
         fail_input("{}: not a kforge archive (not an SQLite database)", path.string());
 }
 
-int64_t single_int(Database& db, const char* sql)
-{
-    Statement query(db, sql);
-    query.step();
-    return query.column_int(0);
-}
-
 // The schema version of a kforge archive; throws for anything else.
 int identify_archive(Database& db)
 {
-    auto id = single_int(db, "PRAGMA application_id");
+    auto id = db.query_int("PRAGMA application_id");
     if (id != k_archive_application_id)
         fail_input("{}: an SQLite database, but not a kforge archive (application id {:#x})",
                    db.path(), id);
-    if (single_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+    if (db.query_int("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
                        "'schema_version'") == 0)
         fail_input("{}: damaged kforge archive: it has no schema_version table", db.path());
-    return static_cast<int>(single_int(db, "SELECT coalesce(max(version), 0) FROM schema_version"));
+    return static_cast<int>(db.query_int("SELECT coalesce(max(version), 0) FROM schema_version"));
 }
 
 std::string writer_of_version(Database& db, int version)
@@ -77,7 +70,7 @@ std::string writer_of_version(Database& db, int version)
 
 void configure_writer(Database& db)
 {
-    KF_SQLITE_CHECK(db.handle(), sqlite3_busy_timeout(db.handle(), k_busy_timeout_ms));
+    KF_SQLITE_CHECK(db.handle(), sqlite3_busy_timeout(db.handle(), k_archive_busy_timeout_ms));
     Statement wal(db, "PRAGMA journal_mode = WAL");
     wal.step();
     if (wal.column_text(0) != "wal")
@@ -90,7 +83,7 @@ void configure_writer(Database& db)
 
 void configure_reader(Database& db)
 {
-    KF_SQLITE_CHECK(db.handle(), sqlite3_busy_timeout(db.handle(), k_busy_timeout_ms));
+    KF_SQLITE_CHECK(db.handle(), sqlite3_busy_timeout(db.handle(), k_archive_busy_timeout_ms));
     db.execute("PRAGMA query_only = ON");
 }
 
@@ -201,7 +194,7 @@ Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Mig
     bool writing = mode == OpenMode::write;
     auto db = std::make_unique<Database>(path.string(),
                                          writing ? DbAccess::read_write : DbAccess::read_only);
-    KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_busy_timeout_ms));
+    KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_archive_busy_timeout_ms));
     int version = identify_archive(*db);
     int known = migrations.back().version;
     if (version > known)
@@ -229,7 +222,7 @@ Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Mig
 
 int Archive::schema_version() const
 {
-    return static_cast<int>(single_int(*m_db, "SELECT max(version) FROM schema_version"));
+    return static_cast<int>(m_db->query_int("SELECT max(version) FROM schema_version"));
 }
 
 void Archive::atomically(const std::function<void()>& work)

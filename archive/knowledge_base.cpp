@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int k_busy_timeout_ms = 30000; // several runs may add lessons at the same moment
+constexpr int k_knowledge_busy_timeout_ms = 30000; // several runs may add lessons at the same moment
 constexpr int k_schema_version = 1;
 
 constexpr const char* k_schema = R"sql(
@@ -62,23 +62,16 @@ void check_header(const fs::path& path)
         fail_input("{}: not a kforge knowledge base (not an SQLite database)", path.string());
 }
 
-int64_t single_int(Database& db, const char* sql)
-{
-    Statement query(db, sql);
-    query.step();
-    return query.column_int(0);
-}
-
 // 0 for a database without a schema yet; the version for a knowledge base; throws otherwise.
 int identify(Database& db)
 {
-    int64_t id = single_int(db, "PRAGMA application_id");
-    bool has_tables = single_int(db, "SELECT count(*) FROM sqlite_master") > 0;
+    int64_t id = db.query_int("PRAGMA application_id");
+    bool has_tables = db.query_int("SELECT count(*) FROM sqlite_master") > 0;
     if (id == 0 && !has_tables)
         return 0;
     if (id != k_knowledge_application_id)
         fail_input("{}: an SQLite database, but not a kforge knowledge base (application id {:#x})", db.path(), id);
-    int version = static_cast<int>(single_int(db, "SELECT coalesce(max(version), 0) FROM kb_version"));
+    int version = static_cast<int>(db.query_int("SELECT coalesce(max(version), 0) FROM kb_version"));
     if (version > k_schema_version)
         fail_input("{}: the knowledge base has schema version {}, newer than this kforge knows ({})", db.path(),
                    version, k_schema_version);
@@ -124,7 +117,7 @@ KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
             return KnowledgeBase(path, nullptr);
         check_header(path);
         auto db = std::make_unique<Database>(path.string(), DbAccess::read_only);
-        KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_busy_timeout_ms));
+        KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_knowledge_busy_timeout_ms));
         if (identify(*db) == 0)
             return KnowledgeBase(path, nullptr);
         return KnowledgeBase(path, std::move(db));
@@ -137,7 +130,7 @@ KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
             fail_runtime("{}: cannot create its folder: {}", path.string(), ec.message());
     }
     auto db = std::make_unique<Database>(path.string(), DbAccess::read_write_create);
-    KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_busy_timeout_ms));
+    KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_knowledge_busy_timeout_ms));
     identify(*db); // refuses a foreign database before anything is written
     {
         // A row-returning pragma: finalized before create_schema() commits.
@@ -193,7 +186,7 @@ std::vector<KnowledgeLesson> KnowledgeBase::lessons() const
 
 int64_t KnowledgeBase::count() const
 {
-    return m_db ? single_int(*m_db, "SELECT count(*) FROM lesson") : 0;
+    return m_db ? m_db->query_int("SELECT count(*) FROM lesson") : 0;
 }
 
 } // namespace kforge

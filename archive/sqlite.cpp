@@ -53,6 +53,13 @@ void Database::execute(const std::string& sql)
     KF_SQLITE_CHECK(m_db, sqlite3_exec(m_db, sql.c_str(), nullptr, nullptr, nullptr));
 }
 
+int64_t Database::query_int(std::string_view sql)
+{
+    Statement query(*this, sql);
+    query.step();
+    return query.column_int(0);
+}
+
 int64_t Database::last_insert_id() const
 {
     return sqlite3_last_insert_rowid(m_db);

@@ -55,6 +55,8 @@ public:
     const std::string& path() const { return m_path; }
     // Runs statements that return no rows (schema, pragmas); `sql` may hold several.
     void execute(const std::string& sql);
+    // The integer in the first column of the first row of a query (pragmas, counts).
+    int64_t query_int(std::string_view sql);
     int64_t last_insert_id() const;
 
 private:

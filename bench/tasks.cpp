@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
-#include "evaluator/roofline.hpp"
+#include "evaluator/worker/roofline.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"

@@ -29,10 +29,10 @@
 
 #include <fmt/format.h>
 
-#include "evaluator/compile.hpp"
-#include "evaluator/compile_cache.hpp"
-#include "evaluator/cubin_info.hpp"
-#include "evaluator/compile_record.hpp"
+#include "evaluator/compile/compile.hpp"
+#include "evaluator/compile/compile_cache.hpp"
+#include "evaluator/compile/cubin_info.hpp"
+#include "evaluator/compile/compile_record.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/subprocess.hpp"

@@ -22,6 +22,7 @@
 #include "core/records.hpp"
 #include "core/task.hpp"
 #include "evaluator/gpu_devices.hpp"
+#include "evaluator/worker/vendor_status.hpp"
 #include "util/json_reader.hpp"
 
 namespace kforge {
@@ -55,18 +56,6 @@ struct EvalJob {
 struct EvalResult {
     uint64_t ticket = 0;
     Evaluation evaluation;
-};
-
-// A vendor baseline the task names (tasks/*.json "baseline": {"vendor": [...]}), as this session
-// found it. A routine is timed only when it ran on the task's own generated inputs at every bench
-// shape and agreed with the reference there under the task's tolerance; otherwise `reason` says
-// why (library not built or not loadable, routine missing, operands that do not fit, disagreement
-// with the reference, a failing call) and speedups are reported against the reference alone.
-struct VendorBaselineStatus {
-    std::string routine;            // "cublas_sgemm"
-    std::string library;            // "cuBLAS", "CUB", "cuSPARSE"
-    bool timed = false;             // its measurements are among baselines()
-    std::string reason;             // why it is not timed; "" when timed
 };
 
 class CandidateEvaluator

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "evaluator/worker_protocol.hpp"
+#include "evaluator/worker/worker_protocol.hpp"
 #include "util/log.hpp"
 
 namespace kforge {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/candidate.hpp"
-#include "evaluator/device_facts.hpp"
+#include "evaluator/worker/device_facts.hpp"
 
 namespace kforge {
 

@@ -28,7 +28,7 @@
 
 #include <fmt/format.h>
 
-#include "evaluator/compile.hpp"
+#include "evaluator/compile/compile.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/gpu_client.hpp"
 #include "evaluator/gpu_devices.hpp"
@@ -36,7 +36,7 @@
 #include "evaluator/gpu_remote.hpp"
 #include "evaluator/gpu_slot.hpp"
 #include "evaluator/measurement_memo.hpp"
-#include "evaluator/worker_protocol.hpp"
+#include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/mpi_world.hpp"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/task.hpp"
-#include "evaluator/compile.hpp"
+#include "evaluator/compile/compile.hpp"
 #include "evaluator/gpu_slot.hpp"
 
 namespace kforge {

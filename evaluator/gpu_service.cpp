@@ -13,9 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "core/task.hpp"
 #include "evaluator/gpu_client.hpp"
 #include "evaluator/gpu_remote.hpp"
-#include "evaluator/worker_protocol.hpp"
+#include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/mpi_world.hpp"

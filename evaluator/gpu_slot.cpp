@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "evaluator/worker_protocol.hpp"
+#include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/plan_check.hpp"
-#include "evaluator/compile_record.hpp"
+#include "evaluator/compile/compile_record.hpp"
 #include "evaluator/describe.hpp"
 #include "evaluator/gpu_slot.hpp"
 

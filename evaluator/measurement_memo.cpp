@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "evaluator/cubin_info.hpp"
+#include "evaluator/compile/cubin_info.hpp"
 #include "util/hash.hpp"
 
 namespace kforge {

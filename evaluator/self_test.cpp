@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "evaluator/kernels/element.cuh"
+#include "evaluator/worker/kernels/element.cuh"
 #include "util/text.hpp"
 
 namespace kforge {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "test_support.hpp"
-#include "evaluator/worker_protocol.hpp"
+#include "evaluator/worker/worker_protocol.hpp"
 #include "util/subprocess.hpp"
 
 #include <unistd.h>

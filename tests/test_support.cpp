@@ -265,4 +265,12 @@ void write_text(const std::filesystem::path& path, const std::string& text)
     out << text;
 }
 
+std::string slurp_file(const std::filesystem::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
 } // namespace kforge::test

@@ -8,6 +8,9 @@
 
 namespace kforge::test {
 
+// The whole contents of a file (empty when it cannot be read).
+std::string slurp_file(const std::filesystem::path& path);
+
 // "" when a CUDA device is usable here; otherwise why not. Probed in a child process so the test
 // process itself never initialises CUDA.
 std::string gpu_unavailable_reason();

@@ -4,7 +4,7 @@
  * a task's own buffers, beside the task's reference kernel. It is a separate shared library, built
  * with nvcc, because the kforge binary must start on machines without an NVIDIA driver and must not
  * need cuBLAS or cuSPARSE to load: the GPU worker dlopen()s this library only after the driver is
- * up (evaluator/vendor_baseline.hpp). Loading the library needs no driver either (the CUDA runtime
+ * up (evaluator/worker/vendor_baseline.hpp). Loading the library needs no driver either (the CUDA runtime
  * is linked statically and loads libcuda.so.1 on its first call), so a machine without a GPU can
  * still list the routines and their build status.
  *

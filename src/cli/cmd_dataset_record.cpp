@@ -105,32 +105,20 @@ bool same_shape(const Measurement& a, const Measurement& b)
     return a.shape_set == b.shape_set && a.shape_label == b.shape_label;
 }
 
-// The timing of `subject` on the shape of `like`: the last confirmed one, else the last one.
-const Measurement* pick(const std::vector<Measurement>& list, const std::string& subject,
-                        const Measurement& like)
-{
-    const Measurement* found = nullptr;
-    for (const auto& m : list)
-        if (m.subject == subject && same_shape(m, like) &&
-            (!found || m.confirmed || !found->confirmed))
-            found = &m;
-    return found;
-}
-
 // One entry per (shape set, shape) the candidate was timed on, in the order first timed.
 Json times_json(const Candidate& candidate, const std::vector<Measurement>& run_baselines)
 {
     const auto& measured = candidate.evaluation.measurements;
     Json times = Json::array();
     for (const auto& m : measured) {
-        if (m.subject != "candidate" || pick(measured, "candidate", m) != &m)
+        if (m.subject != "candidate" || find_timing(measured, "candidate", m) != &m)
             continue;
         Json baselines = Json::object();
         Json speedups = Json::object();
         auto add_baseline = [&](const Measurement& b) {
             if (b.subject == "candidate" || !same_shape(b, m) || baselines.contains(b.subject))
                 return;
-            const Measurement* chosen = pick(measured, b.subject, m);
+            const Measurement* chosen = find_timing(measured, b.subject, m);
             double ns = (chosen ? *chosen : b).median_ns;
             baselines[b.subject] = ns;
             speedups[b.subject] = m.median_ns > 0 ? Json(ns / m.median_ns) : Json();

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli/app.hpp"
-#include "evaluator/compile.hpp"
+#include "evaluator/compile/compile.hpp"
 #include "evaluator/gpu_client.hpp"
 #include "util/error.hpp"
 #include "util/paths.hpp"

@@ -122,18 +122,6 @@ std::string launch_plan_text(const Task& task, const Candidate& candidate, const
     return out;
 }
 
-// The candidate's timing of one (set, shape), a confirmed one preferred over a quick screen.
-const Measurement* pick(const std::vector<Measurement>& list, const std::string& subject,
-                        const Measurement& like)
-{
-    const Measurement* found = nullptr;
-    for (const auto& m : list)
-        if (m.subject == subject && m.shape_set == like.shape_set &&
-            m.shape_label == like.shape_label && (!found || m.confirmed || !found->confirmed))
-            found = &m;
-    return found;
-}
-
 std::string timing_text(const Candidate& candidate, const std::vector<Measurement>& baselines)
 {
     TextTable table({{"set"},
@@ -146,12 +134,12 @@ std::string timing_text(const Candidate& candidate, const std::vector<Measuremen
                      {"confirmed"}});
     const auto& measured = candidate.evaluation.measurements;
     for (const auto& m : measured) {
-        if (m.subject != "candidate" || pick(measured, "candidate", m) != &m)
+        if (m.subject != "candidate" || find_timing(measured, "candidate", m) != &m)
             continue;
         // The reference timed beside this candidate, else the run's baseline.
-        const Measurement* reference = pick(measured, "reference", m);
+        const Measurement* reference = find_timing(measured, "reference", m);
         if (!reference)
-            reference = pick(baselines, "reference", m);
+            reference = find_timing(baselines, "reference", m);
         table.add_row(
             {m.shape_set, m.shape_label, format_duration_ns(m.median_ns),
              reference ? format_duration_ns(reference->median_ns) : "-",

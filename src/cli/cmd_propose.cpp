@@ -77,11 +77,6 @@ Json call_summary(const LlmCallRecord& call)
                 {"latency_s", call.latency_s},     {"retries", call.retries}};
 }
 
-std::chrono::milliseconds to_ms(double seconds)
-{
-    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
 int run_propose(const ProposeOptions& options)
 {
     Task task = load_task(options.task_path);
@@ -119,7 +114,8 @@ int run_propose(const ProposeOptions& options)
     }
 
     ProviderSettings settings;
-    settings.timeouts = {to_ms(options.connect_timeout_s), to_ms(options.timeout_s)};
+    auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); };
+    settings.timeouts = {ms(options.connect_timeout_s), ms(options.timeout_s)};
     settings.retry.max_retries = options.retries;
     settings.retry.base_delay_s = options.retry_backoff_s;
     settings.prices = std::make_shared<const PriceTable>(PriceTable::load_default(options.pricing_path));

@@ -17,7 +17,7 @@
 #include "cli/app.hpp"
 #include "cli/cmd_task_selftest.hpp"
 #include "core/task.hpp"
-#include "evaluator/compile.hpp"
+#include "evaluator/compile/compile.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/paths.hpp"

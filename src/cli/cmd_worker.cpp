@@ -8,8 +8,8 @@
 #include <string>
 
 #include "cli/app.hpp"
-#include "evaluator/compile.hpp"
-#include "evaluator/worker_protocol.hpp"
+#include "evaluator/compile/compile.hpp"
+#include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
 
 namespace kforge {

@@ -14,7 +14,7 @@ using namespace kforge::test;
 
 namespace {
 
-const std::string k_kernel = "extern \"C\" __global__ void scale_vec(const float* x, float* y, int M, int N) {}";
+const std::string k_proposed_kernel = "extern \"C\" __global__ void scale_vec(const float* x, float* y, int M, int N) {}";
 
 struct Setup {
     ScopedEnv no_key{"OPENAI_API_KEY", std::nullopt};
@@ -59,11 +59,11 @@ TEST_CASE("a context-length error drops lessons and asks once more; the shrink s
 {
     Setup setup;
     setup.server.push(context_error());
-    setup.server.push(MockStep::reply("CHANGE: vector loads\n```cuda\n" + k_kernel + "\n```"));
+    setup.server.push(MockStep::reply("CHANGE: vector loads\n```cuda\n" + k_proposed_kernel + "\n```"));
     ProposalContext context = context_with_everything();
     Proposal proposal = setup.proposer->propose(context, setup.rng);
     REQUIRE(proposal.outcome == ProposalOutcome::source);
-    CHECK(*proposal.source == k_kernel);
+    CHECK(*proposal.source == k_proposed_kernel);
     CHECK(proposal.note == "vector loads");
     REQUIRE(proposal.calls.size() == 2);
     CHECK(proposal.calls[0].status == "http_error");
@@ -111,10 +111,10 @@ TEST_CASE("a 2 MB reply is handled and its kernel found", "[agents][net]")
     std::string padding;
     while (padding.size() < 2 * 1024 * 1024)
         padding += "Some long reasoning about memory coalescing and occupancy.\n";
-    setup.server.push(MockStep::reply("CHANGE: huge\n" + padding + "```cuda\n" + k_kernel + "\n```\n"));
+    setup.server.push(MockStep::reply("CHANGE: huge\n" + padding + "```cuda\n" + k_proposed_kernel + "\n```\n"));
     Proposal proposal = setup.proposer->propose(ProposalContext{rowscale_task()}, setup.rng);
     REQUIRE(proposal.outcome == ProposalOutcome::source);
-    CHECK(*proposal.source == k_kernel);
+    CHECK(*proposal.source == k_proposed_kernel);
     CHECK(proposal.calls[0].reply.size() > 2 * 1024 * 1024);
 }
 
@@ -122,10 +122,10 @@ TEST_CASE("of a reply's two code blocks, the kernel is taken", "[agents][net]")
 {
     Setup setup;
     setup.server.push(MockStep::reply("CHANGE: two blocks\n```cpp\n// host-side sketch\nint main() {}\n```\n```cuda\n" +
-                                      k_kernel + "\n```\n"));
+                                      k_proposed_kernel + "\n```\n"));
     Proposal proposal = setup.proposer->propose(ProposalContext{rowscale_task()}, setup.rng);
     REQUIRE(proposal.outcome == ProposalOutcome::source);
-    CHECK(*proposal.source == k_kernel);
+    CHECK(*proposal.source == k_proposed_kernel);
 }
 
 TEST_CASE("a reply cut at the output limit inside its code is no_code with advice", "[agents][net]")

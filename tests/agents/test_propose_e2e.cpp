@@ -18,7 +18,7 @@ using namespace kforge::test;
 
 namespace {
 
-const std::string k_kernel = "extern \"C\" __global__ void scale_vec(const float* x, float* y, int M, int N) {}";
+const std::string k_e2e_kernel = "extern \"C\" __global__ void scale_vec(const float* x, float* y, int M, int N) {}";
 
 std::string task_path() { return (fixtures_dir() / "prompts" / "rowscale" / "rowscale_f32.json").string(); }
 
@@ -63,7 +63,7 @@ TEST_CASE("propose works end to end in both wire formats; the reported numbers a
         {
             E2e e2e;
             e2e.server.push(MockStep::error(500)); // one transient failure on the way
-            MockStep step = MockStep::reply("CHANGE: vectorised\n```cuda\n" + k_kernel + "\n```\n");
+            MockStep step = MockStep::reply("CHANGE: vectorised\n```cuda\n" + k_e2e_kernel + "\n```\n");
             step.delay_s = 0.1;
             e2e.server.push(step);
             auto out = e2e.dir / "candidate.cu";
@@ -71,7 +71,7 @@ TEST_CASE("propose works end to end in both wire formats; the reported numbers a
             CommandResult run = run_kforge(e2e.args(provider, {"-o", out.string(), "--record", record.string(), "--json"}), k_no_keys);
             INFO(run.err);
             REQUIRE(run.exit_code == 0);
-            CHECK(slurp(out) == k_kernel);
+            CHECK(slurp(out) == k_e2e_kernel);
 
             Json json = Json::parse(run.out);
             CHECK(json["outcome"] == "source");
@@ -103,7 +103,7 @@ TEST_CASE("propose works end to end in both wire formats; the reported numbers a
             CHECK(records[0].cost_usd == Approx(cost));
             CHECK(records[0].latency_s == Approx(call["latency_s"].get<double>()));
             CHECK(records[0].retries == 1);
-            CHECK_THAT(records[0].reply, Catch::Contains(k_kernel));
+            CHECK_THAT(records[0].reply, Catch::Contains(k_e2e_kernel));
             CHECK_THAT(run.err, Catch::Contains("1200 input tokens (200 cached), 345 output tokens") &&
                                     Catch::Contains(fmt::format("${:.4f}", cost)) && Catch::Contains("1 retry"));
 
@@ -112,7 +112,7 @@ TEST_CASE("propose works end to end in both wire formats; the reported numbers a
             CommandResult replay = run_kforge({"propose", task_path(), "--model", "replay:" + record.string(), "-o", again.string()}, k_no_keys);
             INFO(replay.err);
             CHECK(replay.exit_code == 0);
-            CHECK(slurp(again) == k_kernel);
+            CHECK(slurp(again) == k_e2e_kernel);
             CHECK(e2e.server.request_count() == 2);
         }
     }
@@ -178,7 +178,7 @@ TEST_CASE("a planted API key appears in no output, log, record or error of propo
     E2e e2e;
     MockStep echo_error = MockStep::error(500);
     echo_error.echo_credentials = true;
-    MockStep echo_reply = MockStep::reply("CHANGE: echo\n```cuda\n" + k_kernel + "\n```\n");
+    MockStep echo_reply = MockStep::reply("CHANGE: echo\n```cuda\n" + k_e2e_kernel + "\n```\n");
     echo_reply.echo_credentials = true;
     MockStep refused = MockStep::error(401);
     refused.echo_credentials = true;

@@ -11,7 +11,7 @@ using namespace kforge;
 
 namespace {
 
-const std::string k_kernel = "extern \"C\" __global__ void k(float* y) { y[0] = 1; }";
+const std::string k_reply_kernel = "extern \"C\" __global__ void k(float* y) { y[0] = 1; }";
 
 ParsedReply parse_whole(const std::string& reply) { return parse_reply(reply, EditForm::whole_file, nullptr); }
 
@@ -19,9 +19,9 @@ ParsedReply parse_whole(const std::string& reply) { return parse_reply(reply, Ed
 
 TEST_CASE("a single cuda block is the source and the CHANGE line is the note", "[agents]")
 {
-    ParsedReply parsed = parse_whole("CHANGE: one warp per row with shuffles\n\n```cuda\n" + k_kernel + "\n```\n");
+    ParsedReply parsed = parse_whole("CHANGE: one warp per row with shuffles\n\n```cuda\n" + k_reply_kernel + "\n```\n");
     REQUIRE(parsed.source);
-    CHECK(*parsed.source == k_kernel);
+    CHECK(*parsed.source == k_reply_kernel);
     CHECK(parsed.note == "one warp per row with shuffles");
     CHECK_FALSE(parsed.from_unclosed_fence);
 }
@@ -30,35 +30,35 @@ TEST_CASE("of several blocks the kernel block wins, a cuda fence beats others, a
 {
     std::string draft = "extern \"C\" __global__ void draft() {}";
     std::string reply = "**Change:** final version\n```json\n{\"a\": 1}\n```\n```python\n# __global__ in python?\n```\n"
-                        "```cuda\n" + draft + "\n```\nAnd improved:\n```cuda\n" + k_kernel + "\n```\n```text\nnotes\n```\n";
+                        "```cuda\n" + draft + "\n```\nAnd improved:\n```cuda\n" + k_reply_kernel + "\n```\n```text\nnotes\n```\n";
     ParsedReply parsed = parse_whole(reply);
     REQUIRE(parsed.source);
-    CHECK(*parsed.source == k_kernel);
+    CHECK(*parsed.source == k_reply_kernel);
     CHECK(parsed.note == "final version");
 
     // A block without __global__ (a helper) never wins over the kernel, even when it comes last.
-    parsed = parse_whole("```cuda\n" + k_kernel + "\n```\n```cuda\n__device__ float helper();\n```\n");
+    parsed = parse_whole("```cuda\n" + k_reply_kernel + "\n```\n```cuda\n__device__ float helper();\n```\n");
     REQUIRE(parsed.source);
-    CHECK(*parsed.source == k_kernel);
+    CHECK(*parsed.source == k_reply_kernel);
 
     // A closed fence wins over a later unclosed one.
-    parsed = parse_whole("```cuda\n" + k_kernel + "\n```\n```cuda\nextern \"C\" __global__ void cut(");
+    parsed = parse_whole("```cuda\n" + k_reply_kernel + "\n```\n```cuda\nextern \"C\" __global__ void cut(");
     REQUIRE(parsed.source);
-    CHECK(*parsed.source == k_kernel);
+    CHECK(*parsed.source == k_reply_kernel);
 }
 
 TEST_CASE("an unclosed fence still yields its code, marked as such", "[agents]")
 {
-    ParsedReply parsed = parse_whole("Here it is:\n~~~cpp\n" + k_kernel + "\n");
+    ParsedReply parsed = parse_whole("Here it is:\n~~~cpp\n" + k_reply_kernel + "\n");
     REQUIRE(parsed.source);
-    CHECK(*parsed.source == k_kernel + "\n");
+    CHECK(*parsed.source == k_reply_kernel + "\n");
     CHECK(parsed.from_unclosed_fence);
     CHECK(parsed.note == "Here it is:");
 }
 
 TEST_CASE("code without any fence is taken from its first line of code", "[agents]")
 {
-    ParsedReply parsed = parse_whole("Sure. The kernel follows.\n#include <cuda_fp16.h>\n" + k_kernel + "\n");
+    ParsedReply parsed = parse_whole("Sure. The kernel follows.\n#include <cuda_fp16.h>\n" + k_reply_kernel + "\n");
     REQUIRE(parsed.source);
     CHECK(parsed.source->rfind("#include <cuda_fp16.h>", 0) == 0);
 }
@@ -76,13 +76,13 @@ TEST_CASE("a separate JSON plan block is put into the source as its kforge:plan 
 {
     std::string plan = "{\"params\": {\"BLOCK\": [128, 256]}, \"launches\": [{\"kernel\": \"k\", \"grid\": [1], "
                        "\"block\": [\"BLOCK\"], \"args\": [\"y\"]}]}";
-    ParsedReply parsed = parse_whole("```cuda\n" + k_kernel + "\n```\nThe plan:\n```json\n" + plan + "\n```\n");
+    ParsedReply parsed = parse_whole("```cuda\n" + k_reply_kernel + "\n```\nThe plan:\n```json\n" + plan + "\n```\n");
     REQUIRE(parsed.source);
     CHECK(parsed.source->rfind("/* kforge:plan\n" + plan + "\n*/\n", 0) == 0);
-    CHECK_THAT(*parsed.source, Catch::EndsWith(k_kernel));
+    CHECK_THAT(*parsed.source, Catch::EndsWith(k_reply_kernel));
 
     // A source that carries its own plan is left alone.
-    std::string own = "/* kforge:plan\n" + plan + "\n*/\n" + k_kernel;
+    std::string own = "/* kforge:plan\n" + plan + "\n*/\n" + k_reply_kernel;
     parsed = parse_whole("```cuda\n" + own + "\n```\n```json\n" + plan + "\n```\n");
     REQUIRE(parsed.source);
     CHECK(*parsed.source == own);
@@ -93,11 +93,11 @@ TEST_CASE("a 2 MB reply is parsed, and a code block past the size cap is refused
     std::string prose(2 * 1024 * 1024, 'x');
     for (size_t i = 100; i < prose.size(); i += 101)
         prose[i] = '\n';
-    ParsedReply parsed = parse_whole("CHANGE: big\n" + prose + "\n```cuda\n" + k_kernel + "\n```\n");
+    ParsedReply parsed = parse_whole("CHANGE: big\n" + prose + "\n```cuda\n" + k_reply_kernel + "\n```\n");
     REQUIRE(parsed.source);
-    CHECK(*parsed.source == k_kernel);
+    CHECK(*parsed.source == k_reply_kernel);
 
-    std::string huge = k_kernel + "\n" + std::string(k_max_source_bytes, ' ');
+    std::string huge = k_reply_kernel + "\n" + std::string(k_max_source_bytes, ' ');
     parsed = parse_whole("```cuda\n" + huge + "\n```\n");
     CHECK_FALSE(parsed.source);
     CHECK_THAT(parsed.problem, Catch::Contains("at most 524288 bytes"));
@@ -122,7 +122,7 @@ TEST_CASE("random bytes and pathological replies never crash or take long", "[ag
     std::vector<std::string> pieces = {"```", "```cuda\n", "~~~", "\n", "__global__", "<<<<<<< SEARCH\n", "=======\n",
                                        ">>>>>>> REPLACE\n", "kforge:plan", "{\"launches\": [", "*/", "CHANGE:", "\r\n",
                                        std::string("\0\xff\xfe", 3), "`", " "};
-    std::string parent = "line one\n" + k_kernel + "\n";
+    std::string parent = "line one\n" + k_reply_kernel + "\n";
     auto start = std::chrono::steady_clock::now();
     for (int round = 0; round < 300; ++round) {
         std::string reply;

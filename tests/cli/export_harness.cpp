@@ -149,14 +149,6 @@ int main(int argc, char** argv)
 
 } // namespace
 
-std::string slurp_file(const std::filesystem::path& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 RunInfo run_info_for(const Task& task)
 {
     RunInfo run;

@@ -63,6 +63,5 @@ int compare_resolutions(const Task& task, const Plan& plan, const LauncherSignat
 // nvcc -c -gencode arch=compute_90a,code=sm_90a on `file` (with `flags`); false with a visible WARN when nvcc is missing.
 bool check_nvcc_compiles_file(const std::filesystem::path& file, const std::string& flags = "");
 
-std::string slurp_file(const std::filesystem::path& path);
 
 } // namespace kforge::test

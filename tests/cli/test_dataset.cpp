@@ -36,14 +36,6 @@ std::vector<Json> parse_records(const std::string& text)
     return records;
 }
 
-std::string slurp(const fs::path& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 // Runs `kforge dataset ARGS... -o -` and returns the records it printed.
 std::vector<Json> dataset(std::vector<std::string> args)
 {
@@ -432,14 +424,14 @@ TEST_CASE("dataset writes FILE only when every archive was read, and replaces it
     REQUIRE(written.exit_code == 0);
     CHECK(written.out.empty());
     CHECK_THAT(written.err, Catch::Contains("wrote 8 records to " + out));
-    CHECK(parse_records(slurp(out)).size() == 8);
+    CHECK(parse_records(slurp_file(out)).size() == 8);
 
     auto again = run_kforge({"dataset", archive, "-o", out});
     CHECK(again.exit_code == 2);
     CHECK_THAT(again.err, Catch::Contains(out + " exists; pass --force to replace it"));
     auto forced = run_kforge({"dataset", archive, "--only", "correct", "-o", out, "--force"});
     CHECK(forced.exit_code == 0);
-    CHECK(parse_records(slurp(out)).size() == 3);
+    CHECK(parse_records(slurp_file(out)).size() == 3);
 
     auto onto_archive = run_kforge({"dataset", archive, "-o", archive, "--force"});
     CHECK(onto_archive.exit_code == 2);
@@ -472,7 +464,7 @@ TEST_CASE("dataset refuses a file that is not an archive and a damaged archive, 
         Database db(good, DbAccess::read_write); // everything into the main file, which is copied
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)");
     }
-    std::string bytes = slurp(good);
+    std::string bytes = slurp_file(good);
     size_t page_size =
         (static_cast<unsigned char>(bytes[16]) << 8) | static_cast<unsigned char>(bytes[17]);
     size_t row = bytes.find("#define VARIANT_FAULT 1");
@@ -487,7 +479,7 @@ TEST_CASE("dataset refuses a file that is not an archive and a damaged archive, 
     CHECK(broken.exit_code == 3);
     CHECK_THAT(broken.err, Catch::Contains("damaged.kforge") && Catch::Contains("malformed") &&
                                Catch::Contains(out + " was not written"));
-    CHECK(slurp(out) == "an earlier dataset\n"); // untouched
+    CHECK(slurp_file(out) == "an earlier dataset\n"); // untouched
     for (const auto& entry : fs::directory_iterator(dir.path()))
         CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
 }

@@ -8,41 +8,12 @@
 
 #include "archive/archive.hpp"
 #include "archive/sample_run.hpp"
+#include "cli/export_harness.hpp"
 #include "cli/export_source.hpp"
 #include "core/source.hpp"
 #include "test_support.hpp"
 
 namespace kforge::test {
-namespace {
-
-const std::filesystem::path k_nvcc = "/usr/local/cuda/bin/nvcc";
-
-std::string slurp(const std::filesystem::path& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// Compiles `file` the way the export promises. Returns false (with a visible warning) when nvcc is
-// not installed here; fails the test when nvcc rejects the file.
-bool check_nvcc_compiles(const std::filesystem::path& file)
-{
-    if (!std::filesystem::exists(k_nvcc)) {
-        WARN("nvcc check skipped: " << k_nvcc << " is not installed on this machine");
-        return false;
-    }
-    auto log = file.string() + ".nvcc.log";
-    std::string command = "'" + k_nvcc.string() + "' -c -gencode arch=compute_90a,code=sm_90a '" + file.string() + "' -o '" +
-                          file.string() + ".o' > '" + log + "' 2>&1";
-    int rc = std::system(command.c_str());
-    INFO("nvcc output:\n" << slurp(log) << "\nfile:\n" << slurp(file));
-    CHECK(rc == 0);
-    return true;
-}
-
-} // namespace
 
 TEST_CASE("export --best writes a file that says how it was measured, and nvcc compiles it",
           "[e2e][export][slow]")
@@ -57,7 +28,7 @@ TEST_CASE("export --best writes a file that says how it was measured, and nvcc c
     CHECK(result.out.empty()); // the result is the file; the note about it goes to stderr
     CHECK_THAT(result.err, Catch::Contains("wrote " + out.string()));
 
-    std::string text = slurp(out);
+    std::string text = slurp_file(out);
     RunInfo run = softmax_run_info();
     CHECK_THAT(text, Catch::Contains("// kforge export of candidate #" + std::to_string(ids.best) +
                                      " from run softmax_f32-20261121-220815"));
@@ -87,7 +58,7 @@ TEST_CASE("export --best writes a file that says how it was measured, and nvcc c
     CHECK_THAT(text, Catch::Contains("__device__ MaxSum combine(MaxSum a, MaxSum b)"));
     CHECK_THAT(text, Catch::Contains("marked __device__: MaxSum::rescaled, combine, warp_reduce"));
     CHECK_THAT(text, Catch::Contains("extern \"C\" __global__ void softmax_rows("));
-    check_nvcc_compiles(out);
+    check_nvcc_compiles_file(out);
 }
 
 TEST_CASE("export --candidate writes a failed candidate with the failure stated in the header",
@@ -102,7 +73,7 @@ TEST_CASE("export --candidate writes a failed candidate with the failure stated 
     REQUIRE(result.exit_code == 0);
     CHECK_THAT(result.err, Catch::Contains("candidate #" + std::to_string(ids.compile_error_a) +
                                            " is not correct"));
-    std::string text = slurp(out);
+    std::string text = slurp_file(out);
     CHECK_THAT(text, Catch::Contains("verdict      compile_error\n"));
     CHECK_THAT(text, Catch::Contains("WARNING      this candidate is NOT correct: kernel.cu(61): "
                                      "error: identifier \"foo\" is undefined"));
@@ -218,7 +189,7 @@ extern "C" __global__ void k(float* y, int64_t n)
                                                           "k_coeffs", "make", "later"});
     TempDir dir;
     write_text(dir / "stress.cu", nvcc_prelude() + annotated.source);
-    check_nvcc_compiles(dir / "stress.cu");
+    check_nvcc_compiles_file(dir / "stress.cu");
 }
 
 } // namespace kforge::test

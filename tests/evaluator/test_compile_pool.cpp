@@ -6,7 +6,7 @@
 #include <regex>
 #include <thread>
 
-#include "evaluator/compile.hpp"
+#include "evaluator/compile/compile.hpp"
 #include "test_support.hpp"
 #include "util/text.hpp"
 

@@ -1,6 +1,6 @@
 // Many hosts through MPI, tried on one: `mpirun --oversubscribe -n 3` runs the controller on rank 0
 // and evaluation services on ranks 1 and 2, each driving one simulated GPU
-// (evaluator/gpu_simulator.hpp), so every frame of the search crosses MPI. The [mpi] tag skips, with
+// (evaluator/worker/gpu_simulator.hpp), so every frame of the search crosses MPI. The [mpi] tag skips, with
 // the reason, where mpirun or a kforge built with MPI is missing.
 #include "kf_catch.hpp"
 

@@ -12,7 +12,7 @@ using namespace kforge::test;
 
 namespace {
 
-HarnessOptions model_run(int budget)
+HarnessOptions budget_run(int budget)
 {
     HarnessOptions options;
     options.config.islands = 2;
@@ -74,7 +74,7 @@ TEST_CASE("--budget is never exceeded, candidates in flight counted", "[search]"
     clear_interrupt();
     for (bool builtin : {true, false}) {
         TempDir dir;
-        HarnessOptions options = model_run(23);
+        HarnessOptions options = budget_run(23);
         options.builtin = builtin;
         int64_t screened = 0;
         options.inspect_evaluator = [&](FakeEvaluator& evaluator) {
@@ -94,7 +94,7 @@ TEST_CASE("--max-calls is never exceeded: calls in flight are counted before ano
 {
     clear_interrupt();
     TempDir dir;
-    HarnessOptions options = model_run(200);
+    HarnessOptions options = budget_run(200);
     options.config.budgets.max_calls = 15;
     options.config.meta_every = 1; // meta-prompt and lesson calls count too
     SearchOutcome outcome = run_session(dir / "run.kforge", options);
@@ -108,7 +108,7 @@ TEST_CASE("--max-cost is never exceeded: calls in flight count at their estimate
 {
     clear_interrupt();
     TempDir dir;
-    HarnessOptions options = model_run(400);
+    HarnessOptions options = budget_run(400);
     options.scripted.cost_per_call = 0.04;
     options.cost.max_output_tokens = 1000;
     options.cost.output_usd_per_token = 0.06 / 1000; // at least $0.06 a call reserved
@@ -127,7 +127,7 @@ TEST_CASE("a resumed run may spend only what its extended budget allows", "[sear
 {
     clear_interrupt();
     TempDir dir;
-    HarnessOptions options = model_run(400);
+    HarnessOptions options = budget_run(400);
     options.scripted.cost_per_call = 0.05;
     options.cost.max_output_tokens = 1000;
     options.cost.output_usd_per_token = 0.05 / 1000;
@@ -161,7 +161,7 @@ TEST_CASE("a proposer that keeps producing nothing new ends the run", "[search]"
 {
     clear_interrupt();
     TempDir dir;
-    HarnessOptions options = model_run(300);
+    HarnessOptions options = budget_run(300);
     options.scripted.variants = 2;
     SearchOutcome outcome = run_session(dir / "run.kforge", options);
     CHECK(outcome.reason == StopReason::exhausted);

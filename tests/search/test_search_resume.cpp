@@ -19,7 +19,7 @@ using namespace kforge::test;
 
 namespace {
 
-HarnessOptions model_run(int budget)
+HarnessOptions resume_run(int budget)
 {
     HarnessOptions options;
     options.config.islands = 3;
@@ -76,7 +76,7 @@ TEST_CASE("an interrupted run plus resume records what an uninterrupted run reco
 {
     clear_interrupt();
     TempDir dir;
-    HarnessOptions options = model_run(45);
+    HarnessOptions options = resume_run(45);
     run_session(dir / "whole.kforge", options);
     auto whole = run_fingerprint(dir / "whole.kforge");
     for (int after : {5, 17}) {
@@ -110,7 +110,7 @@ TEST_CASE("a run replayed from its recorded model calls makes the same choices, 
 {
     clear_interrupt();
     TempDir dir;
-    HarnessOptions options = model_run(36);
+    HarnessOptions options = resume_run(36);
     run_session(dir / "recorded.kforge", options);
     auto recorded = run_fingerprint(dir / "recorded.kforge");
     HarnessOptions replay = options;
@@ -133,7 +133,7 @@ TEST_CASE("kill -9 then resume loses only the work in flight and records what an
 {
     clear_interrupt();
     TempDir dir;
-    HarnessOptions options = model_run(60);
+    HarnessOptions options = resume_run(60);
     options.scripted.max_delay = std::chrono::milliseconds(40);
     options.fake.max_delay = std::chrono::milliseconds(25);
     run_session(dir / "whole.kforge", options);

@@ -9,11 +9,11 @@
 
 #include <fmt/format.h>
 
-#include "evaluator/compile.hpp"
-#include "evaluator/gpu_internal.hpp"
-#include "evaluator/gpu_plan.hpp"
-#include "evaluator/gpu_workspace.hpp"
-#include "evaluator/vendor_baseline.hpp"
+#include "evaluator/compile/compile.hpp"
+#include "evaluator/worker/gpu_internal.hpp"
+#include "evaluator/worker/gpu_plan.hpp"
+#include "evaluator/worker/gpu_workspace.hpp"
+#include "evaluator/worker/vendor_baseline.hpp"
 #include "test_support.hpp"
 #include "vendor_test_support.hpp"
 

@@ -8,7 +8,7 @@
 
 #include <dlfcn.h>
 
-#include "evaluator/vendor_baseline.hpp"
+#include "evaluator/worker/vendor_baseline.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 #include "vendor_test_support.hpp"

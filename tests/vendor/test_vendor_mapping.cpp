@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "evaluator/vendor_baseline.hpp"
+#include "evaluator/worker/vendor_baseline.hpp"
 #include "util/rng.hpp"
 #include "vendor_test_support.hpp"
 

@@ -1,0 +1,1 @@
+// The translation unit that owns the layers' precompiled header (cmake/KforgeLayers.cmake).

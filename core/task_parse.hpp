@@ -1,0 +1,31 @@
+// Shared steps of the task-spec parser (task.cpp), and the parsing of a task's args: tensors,
+// scalars, their input generators and output checks (task_args.cpp). Internal to core.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "core/task.hpp"
+#include "util/json_reader.hpp"
+
+namespace kforge::task_parse {
+
+// A C identifier: a letter or '_', then letters, digits and '_'.
+bool is_identifier(std::string_view name);
+// The expression at `field`; a syntax error fails at `field`.
+Expr parse_expr(const JsonReader& field);
+// Fails at `field` when `expr` mentions a name outside `known` (`what`: "symbol", ...).
+void require_names(const JsonReader& field, const Expr& expr, const std::set<std::string>& known,
+                   std::string_view what);
+// Fails at `field` when `expr` needs real arithmetic.
+void require_integer_expr(const JsonReader& field, const Expr& expr);
+
+// One entry of the spec's "args": its kind, dtype, shape, intent, generator and check, each
+// validated against the names the spec declares.
+ArgSpec parse_arg_spec(const JsonReader& entry, const std::set<std::string>& symbol_names,
+                  const std::set<std::string>& scalar_names, const std::set<std::string>& check_names,
+                  const std::map<std::string, double, std::less<>>& constants);
+
+} // namespace kforge::task_parse

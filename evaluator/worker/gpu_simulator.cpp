@@ -1,0 +1,269 @@
+// The simulated GPU worker; see gpu_simulator.hpp for the landscape and why it exists.
+#include "evaluator/worker/gpu_simulator.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/task.hpp"
+#include "evaluator/worker/roofline.hpp"
+#include "evaluator/worker/worker_protocol.hpp"
+#include "util/error.hpp"
+#include "util/hash.hpp"
+#include "util/subprocess.hpp"
+#include "util/text.hpp"
+
+namespace kforge {
+namespace {
+
+std::string env_text(const char* name)
+{
+    const char* value = std::getenv(name);
+    return value ? trim(value) : std::string();
+}
+
+constexpr const char* k_simulated_uuid_prefix = "GPU-5140a7ed-";
+
+DeviceFacts simulated_facts(const std::string& name, size_t position)
+{
+    DeviceFacts facts;
+    facts.name = name;
+    facts.uuid = fmt::format("{}0000-4000-8000-{:012x}", k_simulated_uuid_prefix, position);
+    facts.ordinal = static_cast<int>(position);
+    facts.cc_major = 9;
+    facts.cc_minor = 0;
+    facts.sm_count = 132;
+    facts.max_threads_per_sm = 2048;
+    facts.max_threads_per_block = 1024;
+    facts.max_smem_per_block_optin = 232448;
+    facts.smem_per_sm = 233472;
+    facts.regs_per_sm = 65536;
+    facts.l2_bytes = 50 << 20;
+    facts.clock_khz = 1980000;
+    facts.memory_clock_khz = 2619000;
+    facts.memory_bus_bits = 5120;
+    facts.total_memory = int64_t{80} << 30;
+    facts.driver_version = 13000;
+    return facts;
+}
+
+// The devices a worker sees: those CUDA_VISIBLE_DEVICES pins by UUID, as the driver would, in its
+// order. A value naming no simulated UUID (the real GPUs of the machine the tests run on) is
+// ignored, so simulated runs behave the same on every machine.
+std::vector<DeviceFacts> visible_devices()
+{
+    std::vector<DeviceFacts> all = simulated_devices(env_text(k_simulate_gpus_env));
+    std::string mask = env_text("CUDA_VISIBLE_DEVICES");
+    if (mask.find(k_simulated_uuid_prefix) == std::string::npos)
+        return all;
+    std::vector<DeviceFacts> shown;
+    for (const auto& entry : split(mask, ','))
+        for (const auto& facts : all)
+            if (trim(entry) == facts.uuid)
+                shown.push_back(facts);
+    for (size_t i = 0; i < shown.size(); ++i)
+        shown[i].ordinal = static_cast<int>(i);
+    return shown;
+}
+
+Measurement timed(const Shape& shape, const std::string& subject, double median_ns, bool confirmed)
+{
+    Measurement m;
+    m.shape_set = "bench";
+    m.shape_label = shape.label;
+    m.subject = subject;
+    m.median_ns = median_ns;
+    m.q1_ns = median_ns * 0.995;
+    m.q3_ns = median_ns * 1.005;
+    m.min_ns = median_ns * 0.99;
+    m.samples = confirmed ? 100 : 30;
+    m.sm_clock_mhz = 1980;
+    m.confirmed = confirmed;
+    return m;
+}
+
+class SimulatedGpu
+{
+public:
+    Json serve(const Json& request);
+
+private:
+    Json device();
+    Json setup(const Json& request);
+    Json time_reference(const Json& request);
+    Json run_variant(const Json& request);
+    double reference_ns(const Shape& shape) const;
+    void spend(int default_ms) const;
+
+    std::vector<DeviceFacts> m_visible = visible_devices();
+    std::unique_ptr<Task> m_task;
+    DevicePeaks m_peaks;
+};
+
+Json SimulatedGpu::serve(const Json& request)
+{
+    std::string op = request.value("op", "");
+    if (op == "devices") {
+        Json devices = Json::array();
+        for (const auto& facts : m_visible)
+            devices.push_back(facts.to_json());
+        return Json{{"ok", true}, {"devices", devices}};
+    }
+    if (op == "device")
+        return device();
+    if (op == "probe_counters")
+        return Json{{"ok", true}, {"counters", "a simulated GPU has no hardware counters"}};
+    if (op == "setup")
+        return setup(request);
+    if (op == "time_reference")
+        return time_reference(request);
+    if (op == "run_variant")
+        return run_variant(request);
+    return Json{{"ok", false}, {"error", "unknown op '" + op + "'"}};
+}
+
+Json SimulatedGpu::device()
+{
+    if (m_visible.empty())
+        return Json{{"ok", false},
+                    {"error", "no usable NVIDIA GPU: CUDA_VISIBLE_DEVICES hides every simulated GPU"},
+                    {"no_gpu", true}};
+    return Json{{"ok", true}, {"device", m_visible.front().to_json()}, {"cupti", ""}};
+}
+
+Json SimulatedGpu::setup(const Json& request)
+{
+    if (m_visible.empty())
+        return device();
+    m_task = std::make_unique<Task>(load_task(request.at("task_path").get<std::string>()));
+    m_peaks = theoretical_peaks(m_visible.front());
+    m_peaks.measured_dram_bytes_per_s = 0.9 * m_peaks.dram_bytes_per_s;
+    return Json{{"ok", true}, {"peaks", m_peaks.to_json()}, {"setup_seconds", 0.0}, {"counters", "simulated"}};
+}
+
+double SimulatedGpu::reference_ns(const Shape& shape) const
+{
+    return 2000.0 + 1.6 * roofline_at(*m_task, shape, m_peaks).floor_ns;
+}
+
+void SimulatedGpu::spend(int default_ms) const
+{
+    std::string text = env_text(k_simulate_gpu_ms_env);
+    int ms = text.empty() ? default_ms : std::atoi(text.c_str());
+    if (ms > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+Json SimulatedGpu::time_reference(const Json& request)
+{
+    if (!m_task)
+        return Json{{"ok", false}, {"error", "time_reference before setup"}};
+    spend(50);
+    bool confirmed = request.value("level", "quick") == "confirm";
+    Json measurements = Json::array();
+    for (const auto& shape : m_task->bench)
+        measurements.push_back(measurement_to_json(timed(shape, "reference", reference_ns(shape), confirmed)));
+    Json vendor = Json::array();
+    for (const auto& routine : m_task->vendor_baselines)
+        vendor.push_back(vendor_status_to_json(
+            {routine, std::string(vendor_baseline_library(routine)), false, "a simulated GPU has no vendor libraries"}));
+    return Json{{"ok", true}, {"measurements", measurements}, {"vendor", vendor}, {"vendor_library", Json::object()}};
+}
+
+Json SimulatedGpu::run_variant(const Json& request)
+{
+    if (!m_task)
+        return Json{{"ok", false}, {"error", "run_variant before setup"}};
+    spend(20);
+    const auto& cubin = request.at("cubin").get_binary();
+    uint64_t h = hash64(std::string(cubin.begin(), cubin.end()), hash64(request.at("params").dump()));
+    auto verdict = [](const char* kind, const std::string& message) {
+        return Json{{"kind", kind}, {"message", message}};
+    };
+    if (h % 100 < 5)
+        return Json{{"ok", true}, {"restart", false}, {"measurements", Json::array()},
+                    {"verdict", verdict("incorrect", "output differs at index 17: expected 0.125, got 0.25 (simulated)")}};
+    if (h % 100 < 7)
+        return Json{{"ok", true}, {"restart", true}, {"measurements", Json::array()},
+                    {"verdict", verdict("runtime_error", "CUDA_ERROR_ILLEGAL_ADDRESS (simulated fault)")}};
+    if (request.value("verify_held_out", false) && (h >> 24) % 16 == 0)
+        return Json{{"ok", true}, {"restart", false}, {"measurements", Json::array()},
+                    {"verdict", verdict("held_out_failed", "wrong on a held-out shape (simulated)")}};
+    std::string level = request.value("timing", "quick");
+    bool confirmed = level == "confirm";
+    double speed = 0.5 + static_cast<double>((h >> 8) % 1000) / 1000.0;
+    Json measurements = Json::array();
+    if (level != "none")
+        for (size_t i = 0; i < m_task->bench.size(); ++i) {
+            const Shape& shape = m_task->bench[i];
+            double shape_factor = 0.9 + 0.2 * static_cast<double>((h >> (12 + 4 * (i % 8))) % 16) / 15.0;
+            measurements.push_back(
+                measurement_to_json(timed(shape, "candidate", reference_ns(shape) / (speed * shape_factor), confirmed)));
+            if (confirmed)
+                measurements.push_back(measurement_to_json(timed(shape, "reference", reference_ns(shape), true)));
+        }
+    Json occupancy = Json::array();
+    for (size_t i = 0; i < request.at("plan").value("launches", Json::array()).size(); ++i)
+        occupancy.push_back(0.25 * static_cast<double>(1 + (h >> (40 + 2 * (i % 8))) % 4));
+    return Json{{"ok", true},
+                {"restart", false},
+                {"verdict", verdict("correct", "")},
+                {"measurements", measurements},
+                {"resources", Json{{"theoretical_occupancy", occupancy}}},
+                {"notes", Json::object()},
+                {"profile", Json::object()}};
+}
+
+} // namespace
+
+bool simulated_gpus_requested()
+{
+    return !env_text(k_simulate_gpus_env).empty();
+}
+
+std::vector<DeviceFacts> simulated_devices(const std::string& spec)
+{
+    std::vector<std::string> names;
+    std::string text = trim(spec);
+    bool count = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+    if (count) {
+        int n = text.size() <= 2 ? std::stoi(text) : 0;
+        if (n < 1 || n > 64)
+            fail(ErrorKind::usage, "{}={}: expected 1 to 64 GPUs, or their names separated by commas",
+                 k_simulate_gpus_env, spec);
+        names.assign(static_cast<size_t>(n), "kforge simulated GPU");
+    } else {
+        for (const auto& name : split(text, ','))
+            names.push_back(trim(name).empty() ? "kforge simulated GPU" : trim(name));
+    }
+    std::vector<DeviceFacts> devices;
+    for (size_t i = 0; i < names.size(); ++i)
+        devices.push_back(simulated_facts(names[i], i));
+    return devices;
+}
+
+int run_simulated_gpu_worker()
+{
+    ParentChannel channel = ParentChannel::adopt();
+    std::signal(SIGINT, SIG_IGN); // as the real worker: Ctrl-C is the controller's to handle
+    SimulatedGpu gpu;
+    while (auto frame = channel.receive()) {
+        Json reply;
+        try {
+            reply = gpu.serve(decode_message(*frame));
+        } catch (const std::exception& e) {
+            reply = Json{{"ok", false}, {"error", e.what()}};
+        }
+        if (!channel.send(encode_message(reply)))
+            return 1;
+        if (reply.value("restart", false))
+            return 0;
+    }
+    return 0;
+}
+
+} // namespace kforge

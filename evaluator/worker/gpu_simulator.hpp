@@ -1,0 +1,43 @@
+// A stand-in GPU for machines without one (CI, tests, trying the multi-GPU and MPI machinery).
+//
+// With KFORGE_SIMULATE_GPUS set, `kforge __worker gpu` serves the worker protocol
+// (worker_protocol.hpp) without touching CUDA: "devices" lists the simulated GPUs, "device"
+// describes the one CUDA_VISIBLE_DEVICES pins by UUID (as the GPU evaluator pins real GPUs; a value
+// without simulated UUIDs, such as the real GPUs of the machine, is ignored), and the rest
+// answers with verdicts and times derived from the CUBIN and the param point alone, so the same
+// candidate gets the same verdict and the same times on every simulated GPU, in every process and
+// every run. Everything above the worker is the real thing: the GPU evaluator, its scheduler, the
+// pipes, the MPI service, worker respawns.
+//
+//   KFORGE_SIMULATE_GPUS=3                three identical GPUs
+//   KFORGE_SIMULATE_GPUS=sim-a,sim-a,sim-b  three GPUs named so (two models: --gpus must choose)
+//   KFORGE_SIMULATE_GPU_MS=20             milliseconds one run_variant takes (default 20)
+//
+// The landscape: per variant h = hash(CUBIN, params); h % 100 < 5 is incorrect, 5 and 6 fault
+// with a sticky error (the worker asks to be replaced, as after a real illegal address), the rest
+// is correct with a speedup between 0.5x and 1.5x over a reference timed at 1.6x the roofline
+// floor. A simulated GPU has no vendor libraries and no hardware counters.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "evaluator/worker/device_facts.hpp"
+
+namespace kforge {
+
+inline constexpr const char* k_simulate_gpus_env = "KFORGE_SIMULATE_GPUS";
+inline constexpr const char* k_simulate_gpu_ms_env = "KFORGE_SIMULATE_GPU_MS";
+
+// True when KFORGE_SIMULATE_GPUS is set and not empty.
+bool simulated_gpus_requested();
+
+// The simulated devices a KFORGE_SIMULATE_GPUS value describes, before CUDA_VISIBLE_DEVICES:
+// Hopper-like facts, the given names (or "kforge simulated GPU"), UUIDs fixed by position.
+// Throws Error(usage) for a count that is not 1 to 64.
+std::vector<DeviceFacts> simulated_devices(const std::string& spec);
+
+// The body of `kforge __worker gpu` when simulating.
+int run_simulated_gpu_worker();
+
+} // namespace kforge

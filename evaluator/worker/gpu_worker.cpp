@@ -1,0 +1,290 @@
+// `kforge __worker gpu`: the process that owns a GPU. It serves requests from the controller over
+// fds 3/4 (worker_protocol.hpp) until the controller closes the pipe, and exits after any reply that
+// says its context is unusable, so the controller can start a clean one.
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/task.hpp"
+#include "evaluator/compile/compile.hpp"
+#include "evaluator/compile/compile_cache.hpp"
+#include "evaluator/compile/cubin_info.hpp"
+#include "evaluator/worker/cupti_activity.hpp"
+#include "evaluator/worker/gpu_simulator.hpp"
+#include "evaluator/worker/gpu_runner.hpp"
+#include "evaluator/worker/vendor_baseline.hpp"
+#include "evaluator/worker/worker_protocol.hpp"
+#include "util/subprocess.hpp"
+
+namespace kforge {
+namespace {
+
+TimingLevel parse_level(const std::string& name)
+{
+    if (name == "none")
+        return TimingLevel::none;
+    if (name == "sweep")
+        return TimingLevel::sweep;
+    if (name == "confirm")
+        return TimingLevel::confirm;
+    return TimingLevel::quick;
+}
+
+// Copy bandwidth: the best of a few device-to-device copies of 1 GiB, counting read + write bytes.
+double measure_copy_bandwidth(const GpuContext& context)
+{
+    const auto& cu = driver();
+    size_t bytes = size_t{1} << 30;
+    size_t free_bytes = 0, total = 0;
+    KF_CU_CHECK(cu.cuMemGetInfo(&free_bytes, &total));
+    if (free_bytes < 4 * bytes)
+        bytes = free_bytes / 8;
+    DeviceMemory a(bytes), b(bytes);
+    CUevent start, stop;
+    KF_CU_CHECK(cu.cuEventCreate(&start, CU_EVENT_DEFAULT));
+    KF_CU_CHECK(cu.cuEventCreate(&stop, CU_EVENT_DEFAULT));
+    float best_ms = 0;
+    for (int i = 0; i < 6; ++i) {
+        KF_CU_CHECK(cu.cuEventRecord(start, context.stream()));
+        KF_CU_CHECK(cu.cuMemcpyDtoDAsync(b.get(), a.get(), bytes, context.stream()));
+        KF_CU_CHECK(cu.cuEventRecord(stop, context.stream()));
+        KF_CU_CHECK(cu.cuEventSynchronize(stop));
+        float ms = 0;
+        KF_CU_CHECK(cu.cuEventElapsedTime(&ms, start, stop));
+        if (i > 0 && (best_ms == 0 || ms < best_ms))
+            best_ms = ms;
+    }
+    cu.cuEventDestroy(start);
+    cu.cuEventDestroy(stop);
+    return best_ms > 0 ? 2.0 * static_cast<double>(bytes) / (best_ms * 1e-3) : 0;
+}
+
+struct WorkerState {
+    std::unique_ptr<GpuContext> context;
+    std::string cupti_problem;
+    std::unique_ptr<InternalKernels> kernels;
+    std::unique_ptr<Task> task;
+    std::unique_ptr<LoadedKernels> reference;
+    ParamPoint reference_params;
+    std::unique_ptr<Workspace> workspace;
+    std::unique_ptr<Timer> timer;
+    DevicePeaks peaks;
+    std::unique_ptr<RangeProfiler> profiler;
+    std::unique_ptr<CandidateRunner> runner;
+};
+
+Json handle_device(WorkerState& state)
+{
+    if (std::string problem = load_cuda_driver(); !problem.empty())
+        return Json{{"ok", false}, {"error", problem}, {"no_gpu", true}};
+    if (!state.context) {
+        try {
+            state.context = std::make_unique<GpuContext>();
+        } catch (const CudaError& e) {
+            return Json{{"ok", false}, {"error", fmt::format("no usable NVIDIA GPU: {}", e.what())}, {"no_gpu", true}};
+        }
+        state.cupti_problem = ActivityTracer::start();
+    }
+    return Json{{"ok", true}, {"device", state.context->facts().to_json()}, {"cupti", state.cupti_problem}};
+}
+
+// Every device the driver shows this process, in the driver's order, without creating a context:
+// how the controller learns which GPUs a host has (evaluator/gpu_devices.hpp).
+Json handle_devices()
+{
+    if (std::string problem = load_cuda_driver(); !problem.empty())
+        return Json{{"ok", false}, {"error", problem}, {"no_gpu", true}};
+    const auto& cu = driver();
+    Json devices = Json::array();
+    try {
+        KF_CU_CHECK(cu.cuInit(0));
+        int count = 0;
+        KF_CU_CHECK(cu.cuDeviceGetCount(&count));
+        for (int ordinal = 0; ordinal < count; ++ordinal) {
+            CUdevice device = 0;
+            KF_CU_CHECK(cu.cuDeviceGet(&device, ordinal));
+            DeviceFacts facts = read_device_facts(device);
+            facts.ordinal = ordinal;
+            devices.push_back(facts.to_json());
+        }
+    } catch (const CudaError& e) {
+        return Json{{"ok", false}, {"error", fmt::format("no usable NVIDIA GPU: {}", e.what())}, {"no_gpu", true}};
+    }
+    return Json{{"ok", true}, {"devices", devices}};
+}
+
+// Can this process read hardware counters? Profiles one small internal kernel.
+Json handle_probe_counters(WorkerState& state)
+{
+    if (!state.context)
+        if (Json device = handle_device(state); !device["ok"].get<bool>())
+            return device;
+    InternalKernels kernels(*state.context, "");
+    DeviceMemory memory(1 << 20);
+    RangeProfiler profiler(*state.context);
+    std::string problem;
+    auto values = profiler.profile([] {}, [&] { kernels.fill_pattern(memory.get(), memory.bytes(), 1); }, problem);
+    if (!problem.empty())
+        return Json{{"ok", true}, {"counters", problem}};
+    return Json{{"ok", true}, {"counters", ""}, {"dram_bytes_written", values["dram_bytes_written"]}};
+}
+
+Json handle_setup(WorkerState& state, const Json& request)
+{
+    if (!state.context)
+        if (Json device = handle_device(state); !device["ok"].get<bool>())
+            return device;
+    if (!state.cupti_problem.empty())
+        return Json{{"ok", false}, {"error", "CUPTI activity tracing is unavailable, so kforge cannot time kernels: " +
+                                                 state.cupti_problem}};
+    auto begin = std::chrono::steady_clock::now();
+    std::filesystem::path cache_dir = request.value("cache_dir", "");
+    state.task = std::make_unique<Task>(load_task(request.at("task_path").get<std::string>()));
+    state.kernels = std::make_unique<InternalKernels>(*state.context, cache_dir);
+
+    const Task& task = *state.task;
+    CompileRequest compile;
+    compile.source = task.reference.source;
+    compile.arch = state.context->facts().arch();
+    auto points = enumerate_param_points(task.reference.plan, 1);
+    state.reference_params = points.front();
+    compile.params = state.reference_params;
+    for (const auto& launch : task.reference.plan.launches)
+        compile.kernels.push_back(launch.kernel);
+    // Through the CUBIN cache when there is one: a run's first second matters (time to first result).
+    std::optional<CompileCache> cache;
+    if (!cache_dir.empty())
+        cache.emplace(cache_dir);
+    std::string cache_key = cache ? compile_cache_key(compile) : "";
+    std::optional<CompileResult> cached = cache ? cache->load(cache_key) : std::nullopt;
+    CompileResult compiled = cached ? *cached : compile_with_nvrtc(compile);
+    if (cache && !cached)
+        cache->store(cache_key, compiled);
+    if (!compiled.ok)
+        return Json{{"ok", false}, {"error", fmt::format("the task's reference does not compile:\n{}", compiled.message)}};
+    state.reference = std::make_unique<LoadedKernels>(compiled.cubin, compile.kernels);
+    uint64_t secret = request.value("run_secret", uint64_t{0});
+    state.workspace = std::make_unique<Workspace>(task, *state.context, *state.kernels, secret, *state.reference,
+                                                  task.reference.plan, state.reference_params);
+    size_t flush = std::max<size_t>(size_t{256} << 20, 4 * static_cast<size_t>(state.context->facts().l2_bytes));
+    state.timer = std::make_unique<Timer>(*state.context, *state.kernels, flush);
+    state.peaks = theoretical_peaks(state.context->facts());
+    state.peaks.measured_dram_bytes_per_s = measure_copy_bandwidth(*state.context);
+    state.profiler = std::make_unique<RangeProfiler>(*state.context);
+    state.runner = std::make_unique<CandidateRunner>(task, *state.context, *state.kernels, *state.workspace,
+                                                     *state.timer, state.peaks, *state.reference, task.reference.plan,
+                                                     state.reference_params, *state.profiler);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    return Json{{"ok", true},
+                {"peaks", state.peaks.to_json()},
+                {"setup_seconds", seconds},
+                {"internal_compile_seconds", state.kernels->compile_seconds()},
+                {"reference_compile_seconds", compiled.seconds},
+                {"reference_behaviour_hash", cubin_behaviour_hash(compiled.cubin)},
+                {"counters", state.profiler->problem()}};
+}
+
+// The session's baselines: the reference and, when asked, the task's vendor routines.
+Json handle_time_reference(WorkerState& state, const Json& request)
+{
+    if (!state.runner)
+        return Json{{"ok", false}, {"error", "time_reference before setup"}};
+    const VendorLibrary* library = nullptr;
+    Json library_json = Json::object();
+    if (request.value("vendor", false) && !state.task->vendor_baselines.empty()) {
+        library = &VendorLibrary::shared();
+        library_json = Json{{"path", library->path().string()}, {"versions", library->versions()},
+                            {"reason", library->reason()}};
+    }
+    BaselineTimings timings = state.runner->time_baselines(parse_level(request.value("level", "quick")), library,
+                                                           std::chrono::milliseconds(request.value("deadline_ms", 60000)));
+    if (!timings.problem.empty())
+        return Json{{"ok", false}, {"error", timings.problem}};
+    Json list = Json::array();
+    for (const auto& m : timings.measurements)
+        list.push_back(measurement_to_json(m));
+    Json vendor = Json::array();
+    for (const auto& status : timings.vendor)
+        vendor.push_back(vendor_status_to_json(status));
+    return Json{{"ok", true}, {"measurements", list}, {"vendor", vendor}, {"vendor_library", library_json}};
+}
+
+Json handle_run_variant(WorkerState& state, const Json& request)
+{
+    if (!state.runner)
+        return Json{{"ok", false}, {"error", "run_variant before setup"}};
+    VariantRequest variant;
+    const auto& binary = request.at("cubin").get_binary();
+    variant.cubin.assign(binary.begin(), binary.end());
+    try {
+        variant.plan = parse_plan(request.at("plan"), "plan");
+    } catch (const PlanError& e) {
+        return Json{{"ok", true}, {"verdict", {{"kind", "plan_error"}, {"message", e.what()}}}, {"restart", false}};
+    }
+    for (const auto& [name, value] : request.at("params").items())
+        variant.params[name] = value.get<int64_t>();
+    variant.verify_tests = request.value("verify_tests", true);
+    variant.verify_held_out = request.value("verify_held_out", false);
+    variant.timing = parse_level(request.value("timing", "quick"));
+    variant.launch_deadline = std::chrono::milliseconds(request.value("deadline_ms", 10000));
+    variant.profile = request.value("profile", false);
+    VariantOutcome outcome = state.runner->run(variant);
+    Json measurements = Json::array();
+    for (const auto& m : outcome.measurements)
+        measurements.push_back(measurement_to_json(m));
+    return Json{{"ok", true},
+                {"verdict", {{"kind", verdict_name(outcome.verdict.kind)}, {"message", outcome.verdict.message}}},
+                {"restart", outcome.restart_worker},
+                {"measurements", measurements},
+                {"resources", outcome.resources},
+                {"notes", outcome.notes},
+                {"profile", outcome.profile}};
+}
+
+} // namespace
+
+int run_gpu_worker()
+{
+    if (simulated_gpus_requested())
+        return run_simulated_gpu_worker();
+    ParentChannel channel = ParentChannel::adopt();
+    std::signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group; the controller decides
+    WorkerState state;
+    while (auto frame = channel.receive()) {
+        Json reply;
+        try {
+            Json request = decode_message(*frame);
+            std::string op = request.value("op", "");
+            if (op == "devices")
+                reply = handle_devices();
+            else if (op == "device")
+                reply = handle_device(state);
+            else if (op == "probe_counters")
+                reply = handle_probe_counters(state);
+            else if (op == "setup")
+                reply = handle_setup(state, request);
+            else if (op == "time_reference")
+                reply = handle_time_reference(state, request);
+            else if (op == "run_variant")
+                reply = handle_run_variant(state, request);
+            else
+                reply = Json{{"ok", false}, {"error", "unknown op '" + op + "'"}};
+        } catch (const CudaError& e) {
+            reply = Json{{"ok", false}, {"error", e.what()}, {"restart", e.sticky()}};
+        } catch (const std::exception& e) {
+            reply = Json{{"ok", false}, {"error", e.what()}};
+        }
+        if (!channel.send(encode_message(reply)))
+            return 1;
+        // A lost context may still run a spinning kernel: leave without destructors or atexit
+        // handlers (which would synchronize with it); process exit tears the context down.
+        if (reply.value("restart", false) || context_lost())
+            std::_Exit(0);
+    }
+    return 0;
+}
+
+} // namespace kforge
