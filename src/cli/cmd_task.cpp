@@ -216,6 +216,7 @@ void add_task_command(CLI::App& app, CommandSlot& slot)
     check->add_option("TASK", options->task_path, "task spec (JSON)")->required();
     check->add_option("--arch", options->arch, "GPU architecture to compile for")->capture_default_str();
     check->callback([options, &slot] { slot = [options] { return run_task_check(*options); }; });
+    add_task_import_command(*task, slot);
 }
 
 } // namespace kforge
