@@ -6,6 +6,7 @@ measure tolerances against fp64, count FLOPs and bytes. Only the small forwards 
 so an import costs seconds even for problems whose own shapes are gigabytes. The held-out shape
 also serves as the largest shape the tolerances are measured on, when its forwards are cheap here.
 """
+import math
 import time
 
 import torch
@@ -16,8 +17,9 @@ from .layout import Evaluator, run_real
 from .problem import ProblemError, ProblemFile
 from .shapes import ShapePlanner, detect_symbols, label
 
-CHECK_BUDGET_SECONDS = 8.0  # the most an fp32 + fp64 forward at the held-out shape may take on the CPU
+CHECK_BUDGET_SECONDS = 5.0  # the most an fp32 + fp64 forward at the held-out shape may take on the CPU
 IMPORT_INPUT_SEED, IMPORT_PARAM_SEED = 1, 2
+MEANINGFUL_SECONDS = 0.005
 
 
 class Runner:
@@ -45,10 +47,21 @@ class Runner:
             self.full_runs[key] = run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device)
         return self.full_runs[key]
 
-    def estimate_seconds(self, elements, reference_sizes, reference_elements):
-        """Own + fp64 forward time at `elements`, from the run at the reference shape (superlinear, to be safe)."""
-        run = self.own.get(self.key(reference_sizes)) or self.full(reference_sizes)
-        return 3 * run.seconds * max(1.0, elements / max(1, reference_elements)) ** 1.5
+    def estimate_seconds(self, elements, measured):
+        """Own + fp64 run time at `elements` (largest tensor), extrapolated from real runs at the shapes
+        `measured` [(sizes, elements)]: the power law through the two largest, between linear and
+        quadratic, so matmul-like growth is not mistaken for elementwise."""
+        points = sorted((e, self.own[self.key(z)].seconds) for z, e in measured if self.key(z) in self.own and e)
+        if not points:
+            return float("inf")
+        big_e, big_t = points[-1]
+        power = 1.0
+        if len(points) > 1:
+            small_e, small_t = points[-2]
+            if big_e > small_e and small_t > MEANINGFUL_SECONDS:  # shorter runs are mostly overhead
+                power = math.log(max(big_t, small_t) / small_t) / math.log(big_e / small_e)
+        power = min(2.0, max(1.0, power))
+        return 3 * big_t * max(1.0, elements / big_e) ** power
 
 
 def variation_points(file_values):
@@ -86,12 +99,10 @@ def import_problem(path, symbols=None, device="cpu"):
         tests = [{}]
         notes.append("no size symbols: the task has the file's shape only, and no held-out shape")
     check_determinism(problem_file.load(tests[-1]), device)
-    largest_test = max(tests, key=lambda z: planner.max_elements(z) or 0)
+    measured = [(z, planner.max_elements(z)) for z in tests]
 
     def held_out_works(values):
-        elements = planner.max_elements(values) or 0
-        if runner.estimate_seconds(elements, largest_test, planner.max_elements(largest_test) or 1) \
-                > CHECK_BUDGET_SECONDS:
+        if runner.estimate_seconds(planner.max_elements(values) or 0, measured) > CHECK_BUDGET_SECONDS:
             notes.append(f"the held-out shape ({label(values)}) is too slow to run on the CPU here: tolerances "
                          "come from the test shapes")
             return True

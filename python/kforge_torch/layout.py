@@ -130,27 +130,29 @@ class RealRun:
                              output_facts(outputs), output_tuple)
 
 
-def to_fp64(model, inputs):
-    """A double copy of the model and the inputs (float tensors and floats only)."""
-    model64 = copy.deepcopy(model).double()
-    inputs64 = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
-    return model64, inputs64
+def model_to_fp64(model):
+    """A double copy of the model (floating parameters and buffers)."""
+    return copy.deepcopy(model).double()
+
+
+def inputs_to_fp64(inputs):
+    """The inputs with float tensors as doubles; integer tensors and Python numbers as they are."""
+    return [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
 
 
 def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, program=None):
     """Runs the program at `sizes` on `device` (own dtype, then fp64 when `fp64`)."""
-    began = time.perf_counter()
     program = program or problem_file.load(sizes)
+    began = time.perf_counter()
     model = program.build_model(param_seed, device)
     inputs = program.make_inputs(input_seed, device)
     fresh = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]  # the forward may write its inputs
     outputs, is_tuple = program.run_forward(model, fresh, device)
-    seconds = time.perf_counter() - began
+    seconds = time.perf_counter() - began  # model, inputs and the own forward
     outputs64, note = None, ""
     if fp64:
         try:
-            model64, inputs64 = to_fp64(model, inputs)
-            outputs64, _ = program.run_forward(model64, inputs64, device)
+            outputs64, _ = program.run_forward(model_to_fp64(model), inputs_to_fp64(inputs), device)
             if len(outputs64) != len(outputs):
                 raise ProblemError(f"the fp64 forward returned {len(outputs64)} outputs, not {len(outputs)}")
             for own, ref in zip(outputs, outputs64):

@@ -12,7 +12,6 @@ exception's last line and the line of the problem file where it was raised: the 
 as `{"error": ...}` and the reference process replies with it.
 """
 import ast
-import copy
 import inspect
 import numbers
 import os
@@ -80,6 +79,7 @@ class ProblemFile:
             self.tree = ast.parse(self.source, filename=self.path)
         except SyntaxError as e:
             raise ProblemError(f"{os.path.basename(self.path)} line {e.lineno}: SyntaxError: {e.msg}") from None
+        self._code = {}  # compiled code by rebound sizes
         self.top_level_names = set()
         for node in self.tree.body:
             for target in _assigned_targets(node):
@@ -92,12 +92,16 @@ class ProblemFile:
             if name not in self.top_level_names:
                 raise ProblemError(f"{name} is not a variable assigned at the top level of "
                                    f"{os.path.basename(self.path)}, so it cannot be rebound")
-        tree = copy.deepcopy(self.tree) if sizes else self.tree
-        if sizes:
-            for node in tree.body:
+        key = tuple(sorted(sizes.items()))
+        code = self._code.get(key)
+        if code is None:
+            tree = ast.parse(self.source, filename=self.path) if sizes else self.tree
+            for node in tree.body if sizes else []:
                 _rebind(node, sizes, os.path.basename(self.path))
-            ast.fix_missing_locations(tree)
-        code = compile(tree, self.path, "exec")
+            code = compile(ast.fix_missing_locations(tree), self.path, "exec")
+            if len(self._code) > 256:
+                self._code.clear()
+            self._code[key] = code
         module = types.ModuleType("kforge_problem_" + _identifier(os.path.basename(self.path)[:-3]))
         module.__file__ = self.path
         sys.modules[module.__name__] = module  # for tools that look a class's module up (torch.compile)

@@ -136,8 +136,9 @@ class ShapePlanner:
     def odd(self, values, held, n):
         return {s: v if s in held else _nth_odd(v, self.floor[s], n) for s, v in values.items()}
 
-    def _first_working(self, target, first_weight, avoid, check):
-        attempts = [([], n) for n in range(3)] + [(self.symbols[:k], 0) for k in range(1, len(self.symbols) + 1)]
+    def _first_working(self, target, first_weight, avoid, check, first_n=0):
+        attempts = [([], first_n + n) for n in range(3)] + [(self.symbols[:k], first_n)
+                                                           for k in range(1, len(self.symbols) + 1)]
         for held, n in attempts:
             values = self.odd(self.scaled(target, held, first_weight), held, n)
             while values in avoid and n < 8:
@@ -160,7 +161,8 @@ class ShapePlanner:
         if big is None:
             raise ProblemError("the program fails at every scaled-down test shape tried ("
                                + "; ".join(label(v) for v in self.failures[:4]) + ")")
-        small = self._first_working(TEST_ELEMENTS[1], 8, [big], self._check_test) or big
+        # the second test shape takes the odd values just below (2^k - 1 where the first has 2^k + 1)
+        small = self._first_working(TEST_ELEMENTS[1], 8, [big], self._check_test, first_n=1) or big
         shapes = [self.tiny(small)]
         for values in (big, small):
             if values not in shapes:
