@@ -263,4 +263,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the package's module, not this __main__ copy, so that its exception classes are the ones the
+    # other modules raise.
+    from kforge_torch.reference import main as package_main
+    sys.exit(package_main())
