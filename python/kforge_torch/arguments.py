@@ -50,10 +50,13 @@ def _fit(points, symbols, what):
         moving = moving_symbols(points, symbols)
         keep = [s for s in symbols if s not in moving]
         seen = "; ".join(f"{v} at {label(z)}" for z, v in points[:3])
-        hint = (f"import with --symbols {','.join(keep)} to hold {', '.join(moving)} at the file's value"
-                if keep else "import with --symbols naming fewer symbols")
-        raise ProblemError(f"{what} is no expression kforge can fit in the sizes ({seen}, ...); it moves with "
-                           f"{', '.join(moving) or 'no single symbol'}: {hint}")
+        hint = ""
+        if moving and keep:
+            hint = (f"; it moves with {', '.join(moving)}: import with --symbols {','.join(keep)} to hold "
+                    f"{', '.join(moving)} at the file's value")
+        elif moving:
+            hint = f"; it moves with {', '.join(moving)}"
+        raise ProblemError(f"{what} is no expression kforge can fit in the sizes ({seen}, ...){hint}")
     return fit.text
 
 

@@ -5,16 +5,17 @@ kforge's plans, checks and rooflines need each dim as an expression (`batch_size
 fixed list of forms that matches every observation exactly; the forms are those that convolutions,
 pooling, reshapes and concatenations produce:
 
-    c,  s,  s + c,  s - c,  s * c,  s / c,  (s - c1) / c2 + 1,  (s + c1) / c2,  s * t,  s * t * c,  s * t * u
+    c,  s,  s + c,  s - c,  s * c,  s / c,  (s - c1) / c2 + 1,  s * t,  s * t * c,  s * t * u
 
-(s, t, u symbols, possibly the same; c integers; `/` is integer division, as in kforge's expression
-language). Each integer-division form is solved exactly: `s / c == v` holds exactly when
+(s, t, u symbols, possibly the same; c integers, c1 of either sign; `/` is integer division, as in
+kforge's expression language). `(s + c1) / c2` (ceil-mode pooling, `ceil_div`) is the same family:
+it equals `(s - (c2 - c1)) / c2 + 1`, and is written that way. Each integer-division form is solved exactly: `s / c == v` holds exactly when
 `s / (v + 1) < c <= s / v`, so the constants that match every observation form an interval, and the
 one nearest zero is taken.
 """
 import itertools
 
-MAX_DIVISOR = 256  # the largest c2 tried for (s - c1) / c2 + 1 and (s + c1) / c2 (strides, pool sizes)
+MAX_DIVISOR = 256  # the largest c2 tried for (s - c1) / c2 + 1 (strides, pool sizes)
 
 
 class Fit:
@@ -31,36 +32,31 @@ def _plus(c):
     return f" + {c}" if c > 0 else (f" - {-c}" if c < 0 else "")
 
 
-def _divisor_interval(pairs, offset_of):
-    """For points (s, v): the c with (s + offset) // c == v for all, as (low, high) inclusive."""
+def _divisor_interval(pairs):
+    """For points (s, v): the c with s // c == v for all, as (low, high) inclusive, or None."""
     low, high = 1, None
     for s, v in pairs:
-        x = s + offset_of
-        if v <= 0 or x < 0:
+        if v <= 0 or s < 0:
             return None
-        low = max(low, x // (v + 1) + 1)
-        high = x // v if high is None else min(high, x // v)
+        low = max(low, s // (v + 1) + 1)
+        high = s // v if high is None else min(high, s // v)
     return (low, high) if high is not None and low <= high else None
 
 
-def _offset_interval(pairs, c2, shift):
-    """For points (s, v): the c1 with (s + c1) // c2 == v - shift for all, as (low, high) inclusive."""
+def _offset_interval(pairs, c2):
+    """For points (s, v): the x with (s + x) // c2 == v - 1 for all, as (low, high) inclusive, or None."""
     low = high = None
     for s, v in pairs:
-        w = v - shift
+        w = v - 1
         lo, hi = w * c2 - s, (w + 1) * c2 - s - 1
         low = lo if low is None else max(low, lo)
         high = hi if high is None else min(high, hi)
     return (low, high) if low <= high else None
 
 
-def _nearest_zero(low, high, skip_zero):
-    candidates = [c for c in (0, low, high) if low <= c <= high and not (skip_zero and c == 0)]
-    if skip_zero and low <= 1 <= high:
-        candidates.append(1)
-    if skip_zero and low <= -1 <= high:
-        candidates.append(-1)
-    return min(candidates, key=lambda c: (abs(c), -c)) if candidates else None
+def _nearest_zero(low, high):
+    """The integer in [low, high] nearest zero."""
+    return 0 if low <= 0 <= high else (low if low > 0 else high)
 
 
 def _simple_fit(form, s, pairs):
@@ -75,7 +71,7 @@ def _simple_fit(form, s, pairs):
     if form == 3 and s0 and v0 % s0 == 0 and v0 // s0 >= 2 and all(v == x * (v0 // s0) for x, v in pairs):
         return Fit(f"{s} * {v0 // s0}", lambda z, c=v0 // s0: z[s] * c)
     if form == 4:
-        interval = _divisor_interval(pairs, 0)
+        interval = _divisor_interval(pairs)
         if interval and interval[1] >= 2:
             c = max(2, interval[0])
             return Fit(f"{s} / {c}", lambda z, c=c: z[s] // c)
@@ -84,23 +80,11 @@ def _simple_fit(form, s, pairs):
 
 def _strided_fits(s, pairs):
     for c2 in range(2, MAX_DIVISOR + 1):
-        # (s - c1) / c2 + 1 == v  <=>  (s + (-c1)) // c2 == v - 1
-        interval = _offset_interval(pairs, c2, 1)
+        interval = _offset_interval(pairs, c2)  # (s - c1) / c2 + 1 == v  <=>  (s + x) // c2 == v - 1, x = -c1
         if interval:
-            neg_c1 = _nearest_zero(*interval, skip_zero=False)
-            c1 = -neg_c1
+            c1 = -_nearest_zero(*interval)
             text = f"({s}{_plus(-c1)}) / {c2} + 1" if c1 else f"{s} / {c2} + 1"
             return Fit(text, lambda z, c1=c1, c2=c2: (z[s] - c1) // c2 + 1)
-    return None
-
-
-def _ceil_fits(s, pairs):
-    for c2 in range(2, MAX_DIVISOR + 1):
-        interval = _offset_interval(pairs, c2, 0)
-        if interval:
-            c1 = _nearest_zero(*interval, skip_zero=True)
-            if c1 is not None:
-                return Fit(f"({s}{_plus(c1)}) / {c2}", lambda z, c1=c1, c2=c2: (z[s] + c1) // c2)
     return None
 
 
@@ -115,11 +99,10 @@ def fit_dim(points, symbols):
             fit = _simple_fit(form, s, per_symbol[s])
             if fit:
                 return fit
-    for finder in (_strided_fits, _ceil_fits):
-        for s in symbols:
-            fit = finder(s, per_symbol[s])
-            if fit:
-                return fit
+    for s in symbols:
+        fit = _strided_fits(s, per_symbol[s])
+        if fit:
+            return fit
     for s, t in itertools.combinations_with_replacement(symbols, 2):
         if all(v == z[s] * z[t] for z, v in points):
             return Fit(f"{s} * {t}", lambda z, s=s, t=t: z[s] * z[t])

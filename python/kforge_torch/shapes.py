@@ -11,7 +11,7 @@ value from 1 up that works. The held-out shape has odd values, a largest tensor 
 elements, and differs from every other shape. Scaling halves the symbol that is largest relative to
 the others, so shapes stay balanced; element counts come from the meta device, so sizing the file's
 own gigabyte-sized shape costs nothing. A shape that fails gets the next odd values; after three
-failures, symbols are held at their file values, one more each time.
+failures, one symbol at a time is held at its file value, then more and more of them together.
 """
 from .layout import TensorFact
 from .problem import ProblemError
@@ -137,8 +137,9 @@ class ShapePlanner:
         return {s: v if s in held else _nth_odd(v, self.floor[s], n) for s, v in values.items()}
 
     def _first_working(self, target, first_weight, avoid, check, first_n=0):
-        attempts = [([], first_n + n) for n in range(3)] + [(self.symbols[:k], first_n)
-                                                           for k in range(1, len(self.symbols) + 1)]
+        attempts = ([([], first_n + n) for n in range(3)]                       # the next odd values
+                    + [([s], first_n + n) for s in self.symbols for n in range(2)]  # one symbol held
+                    + [(self.symbols[:k], first_n) for k in range(2, len(self.symbols) + 1)])
         for held, n in attempts:
             values = self.odd(self.scaled(target, held, first_weight), held, n)
             while values in avoid and n < 8:
