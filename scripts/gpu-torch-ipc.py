@@ -177,7 +177,8 @@ def part1(report, driver, name, facts, formula):
             first = given[0]
             allocation = layout.places[first][0]
             refusals = [("a wrong size", layout.location(first, bytes=layout.places[first][2] + 4), "bytes"),
-                        ("a range past the allocation", layout.location(first, offset=allocation.size), "allocation has"),
+                        ("a range past the allocation", layout.location(first, offset=allocation.size + (1 << 30)),
+                         "allocation has"),
                         ("a garbage handle", layout.location(first, ipc="ab" * 64), "cuIpcOpenMemHandle")]
             for what, location, phrase in refusals:
                 reply = client.ask(dict(request, what="inputs", buffers={first: location}))
@@ -233,7 +234,7 @@ def part2(driver, name, facts, compile_modes):
                     return row
                 row[label + "_parts"] = reply["seconds"]
             reply = client.ask({"op": "time", "sizes": sizes, "input_seed": 21, "param_seed": 22,
-                                "modes": compile_modes, "flush_bytes": 256 << 20})
+                                "modes": compile_modes, "flush_bytes": 256 << 20, "compile_limit_seconds": 180})
             row["eager"] = reply.get("eager", {})
             row["compile"] = reply.get("compile", {"error": "not run"})
     finally:

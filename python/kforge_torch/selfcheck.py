@@ -47,7 +47,12 @@ class Report:
 
 
 def evaluate(expr, sizes):
-    """An expression of the facts (symbols, integers, + - * / and parentheses) at `sizes`."""
+    """An expression of the facts (symbols, integers, + - * / and parentheses) at `sizes`, or a float
+    literal."""
+    try:
+        return int(expr) if expr.lstrip("-").isdigit() else float(expr)
+    except ValueError:
+        pass
     allowed = set("0123456789+-*/() ._") | {c for s in sizes for c in s}
     if not set(expr) <= allowed:
         raise ValueError(f"unexpected characters in {expr!r}")
