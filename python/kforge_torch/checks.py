@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .problem import ProblemError
+from .problem import ProblemError, dtype_name
 
 RTOL = {"f32": 1e-5, "f64": 1e-12, "bf16": 1.6e-2, "f16": 2e-3}
 K_FLOOR = {"f32": 1e-6, "f64": 1e-12, "bf16": 1e-3, "f16": 1e-3}
@@ -33,7 +33,7 @@ def _round_up(value, digits=2):
 CHUNK = 1 << 18  # elements per step of the error scan, small enough to stay in cache
 
 
-def _excess(own, ref, rtol):
+def excess(own, ref, rtol):
     """(k, max_abs_err, max_abs_ref, max_rel_err) of one output at one shape."""
     own, ref = own.detach().reshape(-1), ref.detach().reshape(-1)
     max_abs_ref = max_err = max_rel = 0.0
@@ -63,6 +63,20 @@ def _excess(own, ref, rtol):
     return k, max_err, max_abs_ref, max_rel
 
 
+def checkable(outputs, outputs64):
+    """Whether every floating output of one run is nonzero and within the capped tolerance of its fp64
+    run. A shape where one is not (a LayerNorm over one element, a loss over one class: the exact result
+    is 0) cannot test kernels with a tolerance relative to the reference, and is a poor test shape."""
+    if outputs64 is None:
+        return True
+    for own, ref in zip(outputs, outputs64):
+        if own.is_floating_point():
+            k, _, max_abs_ref, _ = excess(own, ref, min(RTOL[dtype_name(own.dtype, "an output")], CAP))
+            if k > CAP or max_abs_ref == 0:
+                return False
+    return True
+
+
 def output_check(name, dtype, samples, notes):
     """The check of output `name` from samples [(sizes, own tensor, fp64 tensor or None)]."""
     if dtype in INTEGER_DTYPES:
@@ -73,7 +87,7 @@ def output_check(name, dtype, samples, notes):
                 break
         return {"metric": "exact"}
     rtol = min(RTOL[dtype], CAP)
-    measured = [(sizes,) + _excess(own, ref, rtol) for sizes, own, ref in samples if ref is not None]
+    measured = [(sizes,) + excess(own, ref, rtol) for sizes, own, ref in samples if ref is not None]
     if not measured:
         tol = KERNELBENCH_TOL[dtype]
         notes.append(f"output {name}: no fp64 run to measure against; KernelBench's tolerance {tol:g} applies")

@@ -12,7 +12,7 @@ import time
 import torch
 
 from .arguments import describe_arguments
-from .checks import bytes_expression, check_determinism, count_flops, output_check
+from .checks import bytes_expression, check_determinism, checkable, count_flops, output_check
 from .layout import Evaluator, run_real
 from .problem import ProblemError, ProblemFile
 from .shapes import ShapePlanner, detect_symbols, label
@@ -40,6 +40,16 @@ class Runner:
             return False
         self.own[self.key(sizes)] = run
         return not run.layout.has_empty_dim()
+
+    def checkable(self, sizes):
+        """Runs, and every floating output is within the capped tolerance of fp64 there."""
+        if not self.works(sizes):
+            return False
+        try:
+            run = self.full(sizes)
+        except ProblemError:
+            return False
+        return checkable(run.outputs, run.outputs64)
 
     def full(self, sizes):
         key = self.key(sizes)
@@ -90,7 +100,7 @@ def import_problem(path, symbols=None, device="cpu"):
     file_values = {s: module_vars[s] for s in symbols}
 
     runner = Runner(problem_file, device)
-    planner = ShapePlanner(evaluator, symbols, file_values, runner.works)
+    planner = ShapePlanner(evaluator, symbols, file_values, runner.works, runner.checkable)
     if symbols:
         tests = planner.tests()
     else:

@@ -239,9 +239,12 @@ def serve(process, requests_fd, replies_fd):
             fatal = _is_fatal(e)
             last = (str(e).strip().splitlines() or [""])[-1]
             reply = {"ok": False, "error": f"{type(e).__name__}: {last}"[:2000]}
+            try:
+                process._free()
+            except Exception:  # the context is gone: nothing more can run here
+                fatal = True
             if fatal:
                 reply["fatal"] = True
-            process._free()
         reply.setdefault("wall_seconds", round(time.perf_counter() - began, 6))
         try:
             write_frame(replies_fd, reply)

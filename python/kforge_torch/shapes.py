@@ -98,12 +98,14 @@ def _nth_odd(value, low, n):
 
 class ShapePlanner:
     """Chooses the tests and held-out shapes of one problem; `works(sizes)` says whether the program
-    runs there (the importer runs the real forward)."""
+    runs there (the importer runs the real forward), `checkable(sizes)` whether it also gives outputs a
+    relative tolerance can check (the tiny shape must)."""
 
-    def __init__(self, evaluator, symbols, file_values, works):
+    def __init__(self, evaluator, symbols, file_values, works, checkable=None):
         self.evaluator, self.symbols = evaluator, list(symbols)
         self.file_values = {s: file_values[s] for s in symbols}
         self.works = works
+        self.checkable = checkable or works
         self.floor = {s: 1 for s in symbols}
         self.failures = []
 
@@ -177,13 +179,14 @@ class ShapePlanner:
         return shapes
 
     def tiny(self, start):
-        """Each symbol at the smallest value from 1 up that works, the others as found so far."""
+        """Each symbol at the smallest value from 1 up that works and where the outputs can be checked
+        (`checkable`: not degenerate), the others as found so far."""
         values = dict(start)
         for _ in range(2):
             for s in self.symbols:
                 for v in range(1, min(values[s], TINY_TRIES + 1)):
                     trial = dict(values, **{s: v})
-                    if self.max_elements(trial) is not None and self.works(trial):
+                    if self.max_elements(trial) is not None and self.checkable(trial):
                         values = trial
                         break
         return values

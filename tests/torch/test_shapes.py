@@ -79,6 +79,26 @@ class Shapes(unittest.TestCase):
         dims = {a["name"]: a["dims"] for a in facts["args"]}
         self.assertEqual(dims, {"x": ["batch_size", "dim"], "out": ["batch_size", "dim"]})
 
+    def test_the_tiny_shape_avoids_outputs_that_are_exactly_zero(self):
+        source = """
+            import torch
+            import torch.nn as nn
+            rows = 64
+            cols = 256
+            class Model(nn.Module):
+                def __init__(self, cols):
+                    super().__init__()
+                    self.norm = nn.LayerNorm(cols)
+                def forward(self, x):
+                    return self.norm(x)
+            def get_inputs():
+                return [torch.randn(rows, cols)]
+            def get_init_inputs():
+                return [cols]
+        """
+        tiny = import_problem(problem_file(self, source))["shapes"]["tests"][0]
+        self.assertEqual(tiny, {"rows": 1, "cols": 2})
+
 
 if __name__ == "__main__":
     unittest.main()
