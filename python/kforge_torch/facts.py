@@ -128,9 +128,11 @@ def import_problem(path, symbols=None, device="cpu"):
     layouts = [(z, run.layout) for z, run in zip(measured_shapes, runs)]
     for sizes in variation_points(file_values) + held_out:
         try:
-            layouts.append((sizes, evaluator.layout(sizes)))
+            layout = evaluator.layout(sizes)
         except ProblemError:
             continue
+        if not layout.has_empty_dim():  # a shape with a 0 dim is no shape of the task
+            layouts.append((sizes, layout))
     args, output_tuple = describe_arguments(layouts, symbols, problem_file.load(tests[0]).Model)
     if evaluator.meta_note:
         notes.append(evaluator.meta_note)
