@@ -25,6 +25,9 @@ namespace {
 
 constexpr const char* k_facts = "the importer's facts";
 
+// The spec keeps the order a person writes it in (schema, name, ... args, shapes).
+using OJson = nlohmann::ordered_json;
+
 bool is_plain_dim(const std::string& dim, const std::set<std::string>& symbols)
 {
     if (symbols.count(dim))
@@ -86,16 +89,21 @@ std::string slot_text(const JsonReader& arg)
     arg.at("role").fail(fmt::format("expected input, param or output, found '{}'", role));
 }
 
-Json shape_entries(const JsonReader& list, const JsonReader& facts)
+// Shape entries with the symbols in the facts' order (then any other key), each with its FLOP count.
+OJson shape_entries(const JsonReader& list, const JsonReader& facts, const std::vector<std::string>& order)
 {
-    Json out = Json::array();
+    OJson out = OJson::array();
     for (const auto& entry : list.items()) {
-        Json shape = Json::object();
+        OJson shape = OJson::object();
+        for (const auto& name : order)
+            if (entry.has(name))
+                shape[name] = entry.at(name).as_int();
         for (const auto& key : entry.keys())
-            shape[key] = entry.at(key).as_int();
+            if (!shape.contains(key))
+                shape[key] = entry.at(key).as_int();
         if (auto flops = facts.find("flops"))
             for (const auto& counted : flops->items())
-                if (counted.at("shape").json() == shape)
+                if (counted.at("shape").json() == entry.json())
                     shape["flops"] = counted.at("flops").as_number();
         out.push_back(shape);
     }
@@ -114,36 +122,38 @@ std::string task_name_from_stem(const std::string& stem)
     return name;
 }
 
-Json spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
+OJson spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
 {
     JsonReader facts(facts_json, k_facts);
     JsonReader args = facts.at("args");
     std::set<std::string> symbols;
-    Json symbol_specs = Json::object();
+    OJson symbol_specs = OJson::object();
+    std::vector<std::string> symbol_order;
     JsonReader module_vars = facts.at("module_vars");
     for (const auto& symbol : facts.at("symbols").items()) {
         std::string name = symbol.as_string();
         symbols.insert(name);
+        symbol_order.push_back(name);
         std::string value = module_vars.has(name) ? module_vars.at(name).json().dump() : "?";
-        symbol_specs[name] = Json{{"min", 1}, {"doc", fmt::format("module variable {} ({} in the file)", name, value)}};
+        symbol_specs[name] = OJson{{"min", 1}, {"doc", fmt::format("module variable {} ({} in the file)", name, value)}};
     }
     if (symbols.empty())
         facts.at("symbols").fail("the program has no size symbols (no int module variable sets a forward input's "
                                  "shape); name them with --symbols");
 
-    Json spec_args = Json::array();
+    OJson spec_args = OJson::array();
     std::set<std::string> derived_names;
     for (const auto& arg : args.items()) {
         std::string name = arg.at("name").as_string();
         std::string kind = arg.get_string("kind", "tensor");
         std::string role = arg.at("role").as_string();
-        Json entry{{"name", name}, {"dtype", arg.at("dtype").as_string()}, {"from", slot_text(arg)}};
+        OJson entry{{"name", name}, {"dtype", arg.at("dtype").as_string()}, {"from", slot_text(arg)}};
         if (kind == "scalar") {
             entry["value"] = arg.at("value").as_expr_text();
             spec_args.push_back(entry);
             continue;
         }
-        Json dims = Json::array();
+        OJson dims = OJson::array();
         size_t index = 0;
         for (const auto& dim : arg.at("dims").items()) {
             std::string text = dim.as_expr_text();
@@ -151,7 +161,7 @@ Json spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
             if (!is_plain_dim(text, symbols)) {
                 std::string derived = fmt::format("{}_d{}", name, index);
                 if (!symbols.count(derived) && derived_names.insert(derived).second)
-                    symbol_specs[derived] = Json{{"value", text}, {"doc", fmt::format("dim {} of '{}'", index, name)}};
+                    symbol_specs[derived] = OJson{{"value", text}, {"doc", fmt::format("dim {} of '{}'", index, name)}};
             }
             ++index;
         }
@@ -161,26 +171,26 @@ Json spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
         if (role == "output") {
             entry["intent"] = "out";
             JsonReader check = facts.at("checks").at(name);
-            Json spec_check = Json::object();
+            OJson spec_check = OJson::object();
             if (check.get_string("metric", "allclose") == "exact")
                 spec_check["metric"] = "exact";
             else
-                spec_check = Json{{"atol", check.at("atol").as_expr_text()}, {"rtol", check.at("rtol").as_expr_text()}};
+                spec_check = OJson{{"atol", check.at("atol").as_expr_text()}, {"rtol", check.at("rtol").as_expr_text()}};
             entry["check"] = spec_check;
         }
         spec_args.push_back(entry);
     }
 
     JsonReader shapes = facts.at("shapes");
-    Json spec_shapes{{"tests", shape_entries(shapes.at("tests"), facts)},
-                     {"bench", shape_entries(shapes.at("bench"), facts)}};
+    OJson spec_shapes{{"tests", shape_entries(shapes.at("tests"), facts, symbol_order)},
+                     {"bench", shape_entries(shapes.at("bench"), facts, symbol_order)}};
     if (auto held_out = shapes.find("held_out"))
-        spec_shapes["held_out"] = shape_entries(*held_out, facts);
+        spec_shapes["held_out"] = shape_entries(*held_out, facts, symbol_order);
 
     std::string dtype = main_float_dtype(args);
     std::string bytes = facts.at("bytes").as_expr_text();
     bool counted = facts.has("flops") && facts.at("flops").size() > 0;
-    Json roofline{{"flops", "0"},
+    OJson roofline{{"flops", "0"},
                   {"bytes", bytes},
                   {"peak", peak_for(dtype)},
                   {"note", counted ? "FLOPs per shape from torch's FLOP counter (matmuls, convolutions, attention); "
@@ -191,7 +201,7 @@ Json spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
     // Compute-bound when the counted work outweighs the traffic by far at the first bench shape (an
     // H100 balances at about 20 fp32 FLOP per byte of DRAM traffic).
     std::string category = "memory";
-    const Json& first_bench = spec_shapes["bench"].front();
+    const OJson& first_bench = spec_shapes["bench"].front();
     if (first_bench.contains("flops")) {
         ExprScope scope;
         for (const auto& [key, value] : first_bench.items())
@@ -207,10 +217,10 @@ Json spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
     }
 
     std::string source_name = std::filesystem::path(facts.at("problem").as_string()).filename().string();
-    Json spec{{"schema", "kforge.task/1"},
+    OJson spec{{"schema", "kforge.task/1"},
               {"name", options.name},
               {"category", category},
-              {"tags", Json::array({"pytorch", "imported"})},
+              {"tags", OJson::array({"pytorch", "imported"})},
               {"description",
                fmt::format("Imported from the PyTorch program {} (KernelBench form). Compute what Model.forward "
                            "returns in eval mode for the inputs get_inputs() makes, with the model built from "
@@ -220,13 +230,13 @@ Json spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
                            source_name, precision_rule(dtype))},
               {"symbols", symbol_specs},
               {"args", spec_args},
-              {"reference", Json{{"torch", options.reference_file}}},
+              {"reference", OJson{{"torch", options.reference_file}}},
               {"shapes", spec_shapes},
               {"roofline", roofline},
-              {"limits", Json{{"max_launches", 32}, {"max_scratch_bytes", fmt::format("({}) + 1073741824", bytes)}}}};
+              {"limits", OJson{{"max_launches", 32}, {"max_scratch_bytes", fmt::format("({}) + 1073741824", bytes)}}}};
     if (dtype == "f32")
-        spec["forbid"] = Json::array(
-            {Json{{"pattern", "__half|__nv_bfloat16|half2|__float2half|__float2bfloat16|tf32"},
+        spec["forbid"] = OJson::array(
+            {OJson{{"pattern", "__half|__nv_bfloat16|half2|__float2half|__float2bfloat16|tf32"},
                   {"reason", "an fp32 program: reduced-precision arithmetic (fp16, bf16, TF32) is not allowed"}}});
     return spec;
 }

@@ -19,8 +19,9 @@ struct SpecFromFacts {
     std::string reference_file;       // the program, relative to the spec's folder
 };
 
-// The spec as JSON. Throws Error(bad_input) when the facts lack what a spec needs.
-Json spec_from_facts(const Json& facts, const SpecFromFacts& options);
+// The spec as JSON, its fields in the order a person writes them. Throws Error(bad_input) when the
+// facts lack what a spec needs.
+nlohmann::ordered_json spec_from_facts(const Json& facts, const SpecFromFacts& options);
 
 // What the import found, for the user: symbols and the rule that chose them, shapes, arguments,
 // checks with what they were measured from, the roofline, notes. Lines without a trailing newline.
