@@ -153,10 +153,10 @@ std::string describe_checks(const Task& task)
 std::string describe_roofline(const Task& task, const Json& hardware)
 {
     bool counted = std::any_of(task.bench.begin(), task.bench.end(), [](const Shape& s) { return s.flops.has_value(); });
-    std::string flops = counted ? "counted per shape (below)" : task.roofline.flops.text();
+    std::string flops_text = counted ? "counted per shape (below)" : task.roofline.flops.text();
     if (task.is_torch() && !counted)
-        flops = "not counted";
-    std::vector<std::string> lines{fmt::format("FLOPs = {}; bytes that must move = {} (peak: {})", flops,
+        flops_text = "not counted";
+    std::vector<std::string> lines{fmt::format("FLOPs = {}; bytes that must move = {} (peak: {})", flops_text,
                                                task.roofline.bytes.text(), task.roofline.peak)};
     double bandwidth = json_number(hardware, "memory_bandwidth_gbps") * 1e9;
     double flop_rate = json_number(hardware, "peak_fp32_tflops") * 1e12;
