@@ -18,11 +18,14 @@ constexpr auto k_setup_limit = std::chrono::minutes(3);
 // torch.compile of one shape can take minutes (the process limits each compile itself).
 constexpr auto k_time_limit = std::chrono::minutes(15);
 
-Json sizes_json(const Shape& shape)
+// The program's size variables at `shape`: its free symbols only. A shape also holds the derived
+// symbols of the spec (`out_d2 = height - 2`), which are no module variables of the program, and the
+// reference process refuses sizes that are not exactly the setup's symbols.
+Json sizes_json(const Task& task, const Shape& shape)
 {
     Json sizes = Json::object();
-    for (const auto& [name, value] : shape.sizes)
-        sizes[name] = value;
+    for (const auto& symbol : task.symbols)
+        sizes[symbol.name] = shape.sizes.at(symbol.name);
     return sizes;
 }
 
@@ -176,7 +179,7 @@ Json TorchReference::prepare(const Shape& shape, uint64_t input_seed, ProgramOut
     for (const auto& [name, location] : buffers)
         locations[name] = location.to_json();
     Json request{{"op", "prepare"},
-                 {"sizes", sizes_json(shape)},
+                 {"sizes", sizes_json(m_task, shape)},
                  {"input_seed", input_seed},
                  {"param_seed", param_seed(input_seed)},
                  {"what", outputs_name(outputs)},
@@ -189,7 +192,7 @@ std::vector<ProgramTiming> TorchReference::time(const Shape& shape, uint64_t inp
 {
     Json modes = compile ? Json::array({"eager", "compile"}) : Json::array({"eager"});
     Json request{{"op", "time"},
-                 {"sizes", sizes_json(shape)},
+                 {"sizes", sizes_json(m_task, shape)},
                  {"input_seed", input_seed},
                  {"param_seed", param_seed(input_seed)},
                  {"modes", modes},

@@ -123,6 +123,15 @@ std::string screen(const Task& task, const KernelFile& file)
     return "";
 }
 
+// The first line of a compiler log that says "error", else its first line.
+std::string first_error(const std::string& log)
+{
+    for (const auto& line : split(log, '\n'))
+        if (line.find("error") != std::string::npos)
+            return line;
+    return log.substr(0, log.find('\n'));
+}
+
 // The verdict ladder of core/verdict.hpp, for the summary of a file over its points.
 int rank(const std::string& verdict)
 {
@@ -347,8 +356,7 @@ try {
         if (auto failed = failed_compiles.find(so_path(*file, point)); failed != failed_compiles.end())
             for (auto& o : outcomes)
                 if (o.path == file->path.string() && o.screen_problem.empty())
-                    o.screen_problem = "compile error (as C++ under the emulator): " +
-                                       failed->second.substr(0, failed->second.find('\n'));
+                    o.screen_problem = "compile error (as C++ under the emulator): " + first_error(failed->second);
 
     std::unique_ptr<TorchReference> program;
     if (task.is_torch())

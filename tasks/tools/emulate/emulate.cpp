@@ -350,7 +350,7 @@ static std::string compile_command(const KernelFile& file, const ParamPoint& poi
     std::string cmd = std::string("g++ -std=c++17 -O1 -fPIC -shared -fno-gnu-unique -w -include ") + EMU_DIR "/cuda_emu.hpp -I" EMU_DIR "/fakeinc";
     for (const auto& [k, v] : point)
         cmd += " -D" + k + "=" + std::to_string(v);
-    return cmd + " " + glue + " -o " + out + ".tmp && mv " + out + ".tmp " + out + " 2> " + out + ".log";
+    return cmd + " " + glue + " -o " + out + ".tmp 2> " + out + ".log && mv " + out + ".tmp " + out;
 }
 
 std::map<std::string, std::string> compile_all(const std::vector<std::pair<const KernelFile*, ParamPoint>>& jobs)
@@ -369,7 +369,8 @@ std::map<std::string, std::string> compile_all(const std::vector<std::pair<const
     auto worker = [&] {
         for (size_t i; (i = next++) < commands.size();)
             if (std::system(commands[i].c_str()) != 0) {
-                std::string log = read_file(outputs[i] + ".log");
+                std::ifstream in(outputs[i] + ".log");
+                std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
                 std::lock_guard lock(mutex);
                 failed[outputs[i]] = log;
             }
