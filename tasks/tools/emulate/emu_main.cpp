@@ -123,11 +123,11 @@ std::string screen(const Task& task, const KernelFile& file)
     return "";
 }
 
-// The first line of a compiler log that says "error", else its first line.
+// The first line of a compiler log with an error (": error:"), else its first line.
 std::string first_error(const std::string& log)
 {
     for (const auto& line : split(log, '\n'))
-        if (line.find("error") != std::string::npos)
+        if (line.find(": error:") != std::string::npos)
             return line;
     return log.substr(0, log.find('\n'));
 }
