@@ -217,6 +217,31 @@ const std::vector<std::string>& known_vendor_baselines()
     return k_names;
 }
 
+ReferenceKind spec_reference_kind(std::string_view spec_text)
+{
+    Json spec = Json::parse(spec_text, nullptr, false);
+    if (spec.is_object() && spec.contains("reference") && spec["reference"].is_object() &&
+        spec["reference"].contains("torch"))
+        return ReferenceKind::torch;
+    return ReferenceKind::cuda;
+}
+
+std::string_view reference_kind_name(ReferenceKind kind) { return kind == ReferenceKind::torch ? "torch" : "cuda"; }
+
+std::string baseline_label(ReferenceKind kind, std::string_view subject)
+{
+    if (subject == "reference" && kind == ReferenceKind::torch)
+        return "torch eager";
+    if (subject == "torch_compile")
+        return "torch.compile";
+    return std::string(subject);
+}
+
+std::string baseline_label(std::string_view reference_kind, std::string_view subject)
+{
+    return baseline_label(reference_kind == "torch" ? ReferenceKind::torch : ReferenceKind::cuda, subject);
+}
+
 std::string_view vendor_baseline_library(std::string_view routine)
 {
     if (routine == "torch_compile")

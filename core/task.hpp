@@ -234,6 +234,15 @@ struct CsrSizes {
 // expression cannot be evaluated; the requirements are checked by check_shape.
 CsrSizes csr_sizes(const Task& task, const ArgSpec& row_ptr_arg, const Shape& shape);
 
+// What a spec's reference is, read from its text without loading the task (archives keep the
+// text): torch when "reference" is {"torch": ...}; cuda otherwise, also for text that does not parse.
+ReferenceKind spec_reference_kind(std::string_view spec_text);
+std::string_view reference_kind_name(ReferenceKind kind);   // "cuda", "torch"
+// How reports name a baseline subject: "reference" is "torch eager" when the reference is a
+// PyTorch program, "torch_compile" is "torch.compile"; other names are shown as they are.
+std::string baseline_label(ReferenceKind kind, std::string_view subject);
+std::string baseline_label(std::string_view reference_kind_name, std::string_view subject);
+
 // The vendor baselines kforge knows how to time (the evaluator implements them).
 const std::vector<std::string>& known_vendor_baselines();
 // The library a vendor baseline comes from, for reports ("vs cuBLAS"): "cuBLAS", "CUB" or
