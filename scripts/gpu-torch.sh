@@ -15,6 +15,9 @@
 # $OUT/gpu-torch.tgz at the end); the table is printed last and kept in $OUT/table.md.
 #   PROBLEMS        the problems to run (default: every problem in replies/expected.json)
 #   KF_TORCH_JOBS   imports, checks, warm-ups and ModelNew checks at once (default 4)
+#   KF_TORCH_BUDGET seconds the script may take (default 540, under a 10-minute device call): a
+#                   problem whose step 3 would start after budget - 100 s, and step 5 after
+#                   budget - 60 s, are skipped and say so, so the table still comes out
 # Exit status 0 when every problem's import, check, eval, verdicts and ModelNew passed.
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
@@ -25,6 +28,8 @@ export out KF
 export PYTHON="${KFORGE_PYTHON:-python3}"
 export TORCH_EXTENSIONS_DIR="${TORCH_EXTENSIONS_DIR:-/tmp/kforge-torch-extensions}" # builds stay out of $OUT
 jobs="${KF_TORCH_JOBS:-4}"
+budget="${KF_TORCH_BUDGET:-540}"
+elapsed() { echo $(( $(date +%s) - start )); }
 problems="${PROBLEMS:-$(python3 -c 'import json; print(" ".join(json.load(open("tests/fixtures/torch/replies/expected.json"))["problems"]))')}"
 start=$(date +%s)
 say() { echo "[$(( $(date +%s) - start ))s] $*"; }
@@ -59,7 +64,7 @@ modelnew_one() {
     local p=$1 dir="$out/$1"
     [ -f "$dir/export/$p.cu" ] || return 0
     wait_for "$dir/build.done"
-    timeout 600 "$PYTHON" scripts/gpu-torch-check.py modelnew "$dir/spec/$p.json" "$dir/export/$p.cu" \
+    timeout 300 "$PYTHON" scripts/gpu-torch-check.py modelnew "$dir/spec/$p.json" "$dir/export/$p.cu" \
         "$dir/modelnew.json" >"$dir/modelnew.log" 2>&1
     say "$p: ModelNew check rc=$? ($(tail -1 "$dir/modelnew.log"))"
 }
@@ -75,6 +80,7 @@ say "step 3: eval, optimize with the recorded replies, export (one problem at a 
 for p in $problems; do
     dir="$out/$p" spec="$out/$p/spec/$p.json"
     [ "$(cat "$dir/import.rc")" = 0 ] || { say "$p: not imported, skipped"; continue; }
+    [ "$(elapsed)" -lt $((budget - 100)) ] || { say "$p: skipped, the time budget (KF_TORCH_BUDGET=$budget) is spent"; continue; }
     replies=$(wc -l <"tests/fixtures/torch/replies/$p.jsonl")
     timeout 900 "$KF" optimize "$spec" --model "replay:tests/fixtures/torch/replies/$p.jsonl" --budget $((replies + 1)) \
         --parallel 1 --no-repair --no-tune --edit-form whole --seed 7 --no-knowledge --progress lines \
@@ -97,7 +103,7 @@ print(f\"{s['median_ns'] / 1e3:.1f} us; torch eager {s['reference_ns'] / 1e3:.1f
     fi
     mkdir -p "$dir/export"
     if "$KF" export "$dir/run.kforge" --best --torch -o "$dir/export/$p.cu" >"$dir/export.log" 2>&1; then
-        ( "$PYTHON" scripts/gpu-torch-check.py modelnew "$spec" "$dir/export/$p.cu" "$dir/build.json" --build-only \
+        ( timeout 400 "$PYTHON" scripts/gpu-torch-check.py modelnew "$spec" "$dir/export/$p.cu" "$dir/build.json" --build-only \
               >"$dir/build.log" 2>&1; touch "$dir/build.done" ) &
     else
         say "$p: export failed: $(tail -1 "$dir/export.log")"
@@ -108,11 +114,15 @@ say "step 4: ModelNew against Model at the bench shapes"
 each modelnew_one
 wait
 
-say "step 5: reference preparation per bench shape"
 specs=()
 for p in $problems; do [ -f "$out/$p/spec/$p.json" ] && specs+=("$out/$p/spec/$p.json"); done
-timeout 600 "$PYTHON" scripts/gpu-torch-check.py prepare "$out/prepare.json" "${specs[@]}" 2>&1 | tee "$out/prepare.log" |
-    grep '^prepare'
+if [ "$(elapsed)" -lt $((budget - 60)) ]; then
+    say "step 5: reference preparation per bench shape"
+    timeout $((budget - $(elapsed))) "$PYTHON" scripts/gpu-torch-check.py prepare "$out/prepare.json" "${specs[@]}" 2>&1 |
+        tee "$out/prepare.log" | grep '^prepare'
+else
+    say "step 5 skipped: the time budget (KF_TORCH_BUDGET=$budget) is spent"
+fi
 
 say "done"
 "$PYTHON" scripts/gpu-torch-check.py table "$out" | tee "$out/table.md"
