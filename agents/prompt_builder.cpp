@@ -117,4 +117,33 @@ Prompt build_proposal_prompt(const PromptLibrary& library, const ProposalContext
     return prompt;
 }
 
+// The sections other prompts share (the two-phase step's planner and coder prompts).
+
+std::string render_task_section(const PromptLibrary& library, const ProposalContext& context)
+{
+    return render_task(library, context);
+}
+
+std::string render_parent_section(const PromptLibrary& library, const CandidateView& parent)
+{
+    return render_parent(library, parent);
+}
+
+std::string render_lessons_section(const PromptLibrary& library, const std::vector<Lesson>& lessons)
+{
+    return render_lessons(library, lessons);
+}
+
+std::string render_hardware_section(const PromptLibrary& library, const Json& hardware)
+{
+    std::string facts = describe_hardware(hardware);
+    return facts.empty() ? "" : library.render(PromptId::section_hardware, {{"facts", facts}});
+}
+
+std::string render_optional_section(const PromptLibrary& library, PromptId id, const std::string& key,
+                                    const std::string& text)
+{
+    return render_if(library, id, key, text);
+}
+
 } // namespace kforge

@@ -70,6 +70,19 @@ std::string scripted_kernel_reply(const std::string& prompt, const ScriptedSetti
                        variant, speed, cell, verdict, suspicious, held_out);
 }
 
+std::string scripted_plan_reply(const std::string& prompt)
+{
+    static const char* const k_techniques[] = {"vectorize-16b", "warp-per-row", "online-softmax", "single-pass-rows",
+                                               "cache-hints", "new: two rows per warp"};
+    uint64_t h = hash64(prompt, 11);
+    if (prompt.find("could not be read") == std::string::npos && h % 9 == 0)
+        return "I would vectorise the loads; the plan is {techniques: [vectorize-16b], steps: none yet"; // unreadable
+    const char* technique = k_techniques[(h >> 8) % std::size(k_techniques)];
+    return fmt::format("```json\n{{\"techniques\": [\"{}\"], \"expected_speedup\": {:.2f}, "
+                       "\"steps\": [\"apply {} to the row loop\"], \"why\": \"scripted plan {}\"}}\n```\n",
+                       technique, 1.0 + static_cast<double>((h >> 16) % 50) / 100.0, technique, h % 13);
+}
+
 ScriptedProvider::ScriptedProvider(ScriptedSettings settings) : Provider(scripted_spec(), {}), m_settings(settings) {}
 
 ChatResult ScriptedProvider::exchange(const ChatRequest& request)
@@ -93,7 +106,9 @@ ChatResult ScriptedProvider::exchange(const ChatRequest& request)
     uint64_t h = hash64(prompt);
     switch (request.purpose) {
     case CallPurpose::propose:
-    case CallPurpose::repair: record.reply = scripted_kernel_reply(prompt, m_settings); break;
+    case CallPurpose::repair:
+    case CallPurpose::code: record.reply = scripted_kernel_reply(prompt, m_settings); break;
+    case CallPurpose::plan: record.reply = scripted_plan_reply(prompt); break;
     case CallPurpose::analyst:
         record.reply = fmt::format("LESSON: variant {} taught that scripted kernels get faster.\nTAGS: scripted, t{}",
                                    h % 7, h % 3);

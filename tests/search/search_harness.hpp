@@ -49,6 +49,9 @@ private:
 
 // The reply the scripted model gives to a proposal prompt (exposed for replay-file tests).
 std::string scripted_kernel_reply(const std::string& prompt, const ScriptedSettings& settings);
+// The reply it gives to a planner prompt: a JSON plan naming one technique of the softmax task's
+// menu (or a new one), or, for one prompt in nine that is not a repair prompt, an unreadable plan.
+std::string scripted_plan_reply(const std::string& prompt);
 
 struct HarnessOptions {
     SearchConfig config;             // progress forced quiet
