@@ -40,6 +40,7 @@
 #include <string>
 
 #include "agents/builtin_proposer.hpp"
+#include "agents/menu.hpp"
 #include "agents/model_mix.hpp"
 #include "agents/prompt_library.hpp"
 #include "agents/proposer.hpp"
@@ -57,6 +58,9 @@ namespace kforge {
 struct SearchHooks {
     // After a candidate (not a duplicate) is recorded, outside its transaction.
     std::function<void(const Candidate&)> on_recorded;
+    // After a two-phase item's plan (phase 1) is stored with the saved state, before phase 2 starts;
+    // with the item's sequence number.
+    std::function<void(uint64_t)> on_plan_stored;
 };
 
 // What the search works with. The CLI passes the GPU evaluator and a model or builtin proposer;
@@ -70,6 +74,10 @@ struct SearchServices {
     // Models for meta-prompt rewrites and lessons; null: neither happens.
     const ModelMix* models = nullptr;
     const PromptLibrary* library = nullptr; // required with `models`
+    // The two-phase step (config.plan_share > 0, with models): the planner models (null: `models`)
+    // and the task's optimisation menu (required then).
+    const ModelMix* planner = nullptr;
+    const Menu* menu = nullptr;
     KnowledgeBase* knowledge = nullptr;     // user-level lessons; null: --no-knowledge
     CostModel cost;
     SearchHooks hooks;
