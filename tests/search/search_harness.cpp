@@ -129,9 +129,19 @@ const Task& softmax_task()
     return task;
 }
 
+const Menu& softmax_menu()
+{
+    static const MenuSet menus = MenuSet::load_default();
+    return menus.pick(softmax_task());
+}
+
 SearchOutcome run_session(const fs::path& path, const HarnessOptions& options)
 {
-    const Task& task = softmax_task();
+    return run_session(path, options, softmax_task());
+}
+
+SearchOutcome run_session(const fs::path& path, const HarnessOptions& options, const Task& task)
+{
     SearchConfig config = options.config;
     config.progress = ProgressMode::quiet;
     std::optional<Archive> archive;
@@ -162,6 +172,13 @@ SearchOutcome run_session(const fs::path& path, const HarnessOptions& options)
         models.add(provider, 1);
         proposer = std::make_unique<LlmProposer>(models, *library);
     }
+    ModelMix planners;
+    if (!options.planner_replay.empty())
+        planners.add(std::make_shared<ReplayProvider>(ModelSpec{"replay", "planner", "", 1, std::nullopt, 8192},
+                                                      options.planner_replay, CallRecorder{}),
+                     1);
+    static const MenuSet menus = MenuSet::load_default();
+    const Menu& menu = menus.pick(task, config.menu);
     SearchServices services{evaluator, *proposer};
     services.builtin = builtin;
     services.models = builtin ? nullptr : &models;
@@ -170,6 +187,9 @@ SearchOutcome run_session(const fs::path& path, const HarnessOptions& options)
     services.cost = options.cost;
     services.cost.models = !builtin;
     services.hooks.on_recorded = options.on_recorded;
+    services.hooks.on_plan_stored = options.on_plan_stored;
+    services.planner = planners.size() > 0 ? &planners : nullptr;
+    services.menu = &menu;
     SearchOutcome outcome = run_search(*archive, task, config, services);
     if (options.inspect_evaluator)
         options.inspect_evaluator(evaluator);
@@ -202,6 +222,20 @@ std::vector<std::string> run_fingerprint(const fs::path& path)
     for (const auto& lesson : archive.lessons())
         lines.push_back(fmt::format("lesson task={} candidate={} text={}", lesson.task_name,
                                     lesson.candidate_id.value_or(0), lesson.text));
+    for (const auto& plan : archive.candidate_plans()) {
+        std::string techniques;
+        for (const auto& claimed : plan.techniques)
+            techniques += fmt::format("{}{}:{}", techniques.empty() ? "" : ",", claimed.choice.id,
+                                      applied_name(claimed.applied));
+        lines.push_back(fmt::format("plan candidate=#{} menu={} status={} problem={} focus={} techniques=[{}] "
+                                    "predicted={} measured={} followed={} calls={} plan={}",
+                                    plan.candidate_id, plan.menu, plan_status_name(plan.status), plan.problem,
+                                    plan.focus, techniques,
+                                    plan.predicted_speedup ? fmt::format("{:.4f}", *plan.predicted_speedup) : "-",
+                                    plan.measured_speedup ? fmt::format("{:.6f}", *plan.measured_speedup) : "-",
+                                    plan.followed ? (*plan.followed ? "yes" : "no") : "-", plan.call_ids.size(),
+                                    plan.plan ? plan.plan->to_json().dump() : "null"));
+    }
     if (auto state = archive.search_state(k_loop_state_key))
         lines.push_back(fmt::format("rng={} next_seq={} generation={}", (*state)["rng"].get<std::string>(),
                                     (*state)["next_seq"].dump(), (*state)["generation"].dump()));
