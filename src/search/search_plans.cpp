@@ -55,11 +55,13 @@ void SearchLoop::start_techniques()
     if (m_config.plan_share > 0 && m_services.models && !m_menu)
         fail_runtime("internal error: the search plans proposals but has no optimisation menu");
     m_run_tries.clear();
-    for (const auto& plan : m_archive.candidate_plans())
-        if (auto candidate = m_archive.candidate(plan.candidate_id)) {
-            auto tries = technique_tries_of(plan, *candidate, m_task);
-            m_run_tries.insert(m_run_tries.end(), tries.begin(), tries.end());
-        }
+    std::map<int64_t, bool> correct;
+    for (const auto& point : m_archive.fitness_series())
+        correct[point.candidate_id] = point.verdict == VerdictKind::correct;
+    for (const auto& plan : m_archive.candidate_plans()) {
+        auto tries = technique_tries_of(plan, correct[plan.candidate_id], m_task.name, m_task.category);
+        m_run_tries.insert(m_run_tries.end(), tries.begin(), tries.end());
+    }
     if (!m_services.knowledge)
         return;
     std::string run_id = m_archive.run_info().run_id;
@@ -176,7 +178,7 @@ std::string SearchLoop::record_plan(const Candidate& candidate, const Flight& fl
         parent = m_archive.candidate(*candidate.parent_id);
     CandidatePlan plan = candidate_plan_of(candidate, flight.item.plan_done, flight.item.focus, *m_menu, parent);
     m_archive.insert_candidate_plan(plan);
-    auto tries = technique_tries_of(plan, candidate, m_task);
+    auto tries = technique_tries_of(plan, candidate.evaluation.verdict.is_correct(), m_task.name, m_task.category);
     m_run_tries.insert(m_run_tries.end(), tries.begin(), tries.end());
     m_tries_outbox.insert(m_tries_outbox.end(), tries.begin(), tries.end());
     if (!plan.plan)

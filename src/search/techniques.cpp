@@ -165,20 +165,20 @@ CandidatePlan candidate_plan_of(const Candidate& candidate, const Json& plan_don
     return plan;
 }
 
-std::vector<TechniqueTry> technique_tries_of(const CandidatePlan& plan, const Candidate& candidate, const Task& task)
+std::vector<TechniqueTry> technique_tries_of(const CandidatePlan& plan, bool correct, const std::string& task_name,
+                                             const std::string& category)
 {
     std::vector<TechniqueTry> tries;
-    if (!plan.plan || candidate.source.empty())
+    if (!plan.plan)
         return tries;
-    bool correct = candidate.evaluation.verdict.is_correct();
     for (const auto& claimed : plan.techniques) {
         if (claimed.applied == Applied::missing)
             continue;
         TechniqueTry one;
         one.technique = claimed.choice.id;
-        one.task_name = task.name;
-        one.category = task.category;
-        one.candidate_id = candidate.id;
+        one.task_name = task_name;
+        one.category = category;
+        one.candidate_id = plan.candidate_id;
         one.correct = correct;
         one.improved = correct && plan.measured_speedup && *plan.measured_speedup > 1;
         if (correct)

@@ -58,9 +58,10 @@ Applied check_applied(const MenuItem* item, const std::string& child, const std:
 CandidatePlan candidate_plan_of(const Candidate& candidate, const Json& plan_done, const std::string& focus,
                                 const Menu& menu, const std::optional<Candidate>& parent);
 
-// The tries a recorded plan makes: one per claimed technique not missing from the code, when the
-// candidate has code and the plan was read.
-std::vector<TechniqueTry> technique_tries_of(const CandidatePlan& plan, const Candidate& candidate, const Task& task);
+// The tries a recorded plan makes: one per claimed technique not missing from the code (a candidate
+// without code has every technique missing). `correct`: the candidate's verdict is correct.
+std::vector<TechniqueTry> technique_tries_of(const CandidatePlan& plan, bool correct, const std::string& task_name,
+                                             const std::string& category);
 
 // The chain from the run's starting kernel to candidate `best_id` (its lineage, oldest first), with
 // the techniques of its planned steps; nullopt when the lineage does not start at a seed or the
