@@ -120,12 +120,12 @@ Json techniques_section(const Archive& archive)
 
 std::string techniques_heading(const Json& section)
 {
-    return fmt::format("{} plans ({} read, {} repaired, {} unreadable); the code followed its plan {} times, left a "
-                       "technique out {} times, {} not checkable",
+    auto times = [](const Json& n) { return fmt::format("{} time{}", n.get<int64_t>(), n.get<int64_t>() == 1 ? "" : "s"); };
+    return fmt::format("{} plans ({} read, {} repaired, {} unreadable); the code followed its plan {}, left a "
+                       "technique out {}, {} not checkable",
                        section["plans"].get<int64_t>(), section["parsed"].get<int64_t>(),
-                       section["repaired"].get<int64_t>(), section["failed"].get<int64_t>(),
-                       section["followed"].get<int64_t>(), section["ignored"].get<int64_t>(),
-                       section["unchecked"].get<int64_t>());
+                       section["repaired"].get<int64_t>(), section["failed"].get<int64_t>(), times(section["followed"]),
+                       times(section["ignored"]), section["unchecked"].get<int64_t>());
 }
 
 std::string render_techniques_text(const Json& section)
@@ -141,7 +141,7 @@ std::string render_techniques_text(const Json& section)
                      {"measured", Align::right},
                      {"left out", Align::right}});
     for (const auto& row : section["rows"])
-        table.add_row({row["technique"].get<std::string>() + (row["on_menu"].get<bool>() ? "" : " (new)"),
+        table.add_row({row["technique"].get<std::string>(),
                        std::to_string(row["tried"].get<int64_t>()), std::to_string(row["correct"].get<int64_t>()),
                        std::to_string(row["improved"].get<int64_t>()), ratio_text(row["mean_gain"]),
                        ratio_text(row["predicted"]), ratio_text(row["measured"]),

@@ -19,16 +19,6 @@ constexpr double k_min_gain_weight = 0.5;
 constexpr double k_max_gain_weight = 3;
 constexpr size_t k_note_chars = 80;
 
-size_t count_occurrences(const std::string& text, const std::string& needle)
-{
-    if (needle.empty())
-        return 0;
-    size_t count = 0;
-    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size()))
-        ++count;
-    return count;
-}
-
 std::string tally_words(const TechniqueTally& t)
 {
     std::string text = fmt::format("improved {} of {} tries", t.improved, t.tried);
@@ -110,17 +100,14 @@ std::vector<TechniqueStatRow> technique_rows(const Menu& menu, const TechniqueTa
     return rows;
 }
 
-Applied check_applied(const MenuItem* item, const std::string& child, const std::string* parent)
+Applied check_applied(const MenuItem* item, const std::string& child)
 {
     if (!item || item->signals.empty() || child.empty())
         return Applied::unchecked;
-    std::string child_code = strip_comments(child);
-    std::string parent_code = parent ? strip_comments(*parent) : std::string();
-    for (const auto& signal : item->signals) {
-        size_t now = count_occurrences(child_code, signal);
-        if (now > 0 && (!parent || now > count_occurrences(parent_code, signal)))
+    std::string code = strip_comments(child);
+    for (const auto& signal : item->signals)
+        if (code.find(signal) != std::string::npos)
             return Applied::applied;
-    }
     return Applied::missing;
 }
 
@@ -142,15 +129,13 @@ CandidatePlan candidate_plan_of(const Candidate& candidate, const Json& plan_don
     if (!plan.plan)
         return plan;
     plan.predicted_speedup = plan.plan->expected_speedup;
-    const std::string* parent_source = parent ? &parent->source : nullptr;
     bool any_checked = false, all_applied = true;
     for (const auto& choice : plan.plan->techniques) {
         ClaimedTechnique claimed{choice, Applied::unchecked};
         if (candidate.source.empty())
             claimed.applied = Applied::missing; // no code was written: nothing of the plan was applied
         else
-            claimed.applied = check_applied(choice.on_menu ? menu.find(choice.id) : nullptr, candidate.source,
-                                            parent_source);
+            claimed.applied = check_applied(choice.on_menu ? menu.find(choice.id) : nullptr, candidate.source);
         if (claimed.applied != Applied::unchecked) {
             any_checked = true;
             all_applied = all_applied && claimed.applied == Applied::applied;

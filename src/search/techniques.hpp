@@ -48,10 +48,11 @@ TechniqueTallies tally_tries(const std::vector<TechniqueTry>& tries, size_t coun
 // outside the menu that have been tried, the most tried first, at most `max_extra` of them.
 std::vector<TechniqueStatRow> technique_rows(const Menu& menu, const TechniqueTallies& tallies, size_t max_extra = 6);
 
-// Whether `child` shows `item`: some signal occurs in its code (comments aside) more often than in
-// the parent's (or at all, without a parent). Unchecked for new techniques and items without
-// signals.
-Applied check_applied(const MenuItem* item, const std::string& child, const std::string* parent);
+// Whether `child` shows `item`: some signal of the item occurs in its code, comments aside (string
+// literals count: inline PTX lives there). Unchecked for new techniques and items without signals.
+// A signal already in the parent still counts: the check asks whether the code ignored the plan,
+// not whether the technique is new to the lineage.
+Applied check_applied(const MenuItem* item, const std::string& child);
 
 // The archive row of a two-phase candidate: `plan_done` is WorkItem::plan_done, `parent_fitness`
 // the parent's fitness when it has one.
