@@ -80,6 +80,8 @@ size_t ReplayProvider::choose(const ChatRequest& request)
     if (chosen != none)
         return chosen;
     chosen = first_unused([&](const LlmCallRecord& r) { return purpose_family(r.purpose) == purpose_family(request.purpose); });
+    if (chosen == none) // none of its kind left (a recording of one kind of call): any reply, as before
+        chosen = first_unused([](const LlmCallRecord&) { return true; });
     if (chosen != none && !m_warned_mismatch) {
         log_warn("replay {}: a request matches no recorded prompt; serving recorded replies in order", spec().model);
         m_warned_mismatch = true;
@@ -115,8 +117,9 @@ ChatResult ReplayProvider::exchange(const ChatRequest& request)
     size_t chosen = choose(request);
     if (chosen == m_records.size()) {
         record.status = "bad_reply";
-        record.error = fmt::format("replay {}: all {} recorded replies for {} calls have been served", spec().model,
-                                   count_family(request.purpose), call_purpose_name(request.purpose));
+        record.error = fmt::format("replay {}: all {} recorded replies have been served ({} of them for {} calls)",
+                                   spec().model, m_records.size(), count_family(request.purpose),
+                                   call_purpose_name(request.purpose));
         return result;
     }
     m_used[chosen] = true;

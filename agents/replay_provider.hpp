@@ -5,7 +5,8 @@
 // the same purpose, whose prompt matches it: exactly; else with every number masked (a recording
 // replayed on another GPU, whose prompts differ only in measured times); else, with a warning, by
 // the next unused record in recorded order whose purpose is of the same kind — kernel-writing calls
-// (propose, repair, code) answer each other, plans, lessons and strategy notes only their own kind.
+// (propose, repair, code) answer each other, plans, lessons and strategy notes their own kind; and
+// only when none of its kind is left, by the next unused record of any purpose.
 // Records without a prompt (replies written by hand) are served that way, in order. Recorded
 // failures replay as failures. Replayed calls cost nothing; their token counts are the recorded ones.
 #pragma once
