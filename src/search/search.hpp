@@ -9,7 +9,8 @@
 //   record    — strictly in schedule order: the candidate, its elite placements and the saved state
 //               commit in one transaction
 //   place, migrate, adapt, learn — MAP-Elites placement, ring migration, meta-prompt rewrites,
-//               lessons, all decided while recording
+//               lessons, all decided while recording; a two-phase proposal's plan and technique
+//               tries (technique statistics and schedules go to the knowledge base after commit)
 //   budgets   — checked before anything is scheduled, with work in flight counted
 //
 // Determinism contract. (1) Every random draw happens on the controller thread while scheduling,
@@ -18,11 +19,13 @@
 // are scheduled only right after an item is recorded (or when the run starts), so what a choice
 // sees is a function of the recorded prefix alone. (4) The RNG state and the items scheduled but
 // not recorded are saved in the same transaction as each recorded item; resume re-issues those
-// items and continues drawing. Hence with a deterministic proposer (replay, builtin) and evaluator
-// (the tests' fake), an interrupted or killed run plus `resume` records exactly what an
-// uninterrupted run records. What breaks it, by design: --time, dollar costs that differ between
-// sessions, lessons other runs add to the knowledge base between sessions, and real GPU timings
-// (choices then follow the measurements, but never thread timing).
+// items and continues drawing. A two-phase item whose plan came back is saved again with the plan
+// (its calls stored first), so resume asks its coder, never its planner, again. Hence with a
+// deterministic proposer (replay, builtin) and evaluator (the tests' fake), an interrupted or
+// killed run plus `resume` records exactly what an uninterrupted run records. What breaks it, by
+// design: --time, dollar costs that differ between sessions, lessons and technique results other
+// runs add to the knowledge base between sessions, and real GPU timings (choices then follow the
+// measurements, but never thread timing).
 //
 // Generations: every islands x generation_size recorded candidates (seeds, duplicates and replies
 // without code included) complete a generation. Migration, meta-prompt rewrites and --patience
