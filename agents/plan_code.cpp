@@ -199,13 +199,8 @@ PlanOutcome request_plan(Provider& planner, const PromptLibrary& library, const 
 Prompt build_code_prompt(const PromptLibrary& library, const ProposalContext& context, const Menu& menu,
                          const TechniquePlan& plan)
 {
-    const Limits& limits = context.task.limits;
     Prompt prompt;
-    prompt.system = library.render(PromptId::propose_system,
-                                   {{"max_threads_per_block", std::to_string(limits.max_threads_per_block)},
-                                    {"max_dynamic_smem", std::to_string(limits.max_dynamic_smem)},
-                                    {"max_launches", std::to_string(limits.max_launches)},
-                                    {"max_param_points", std::to_string(limits.max_param_points)}});
+    prompt.system = render_propose_system(library, context.task);
     std::vector<std::string> steps;
     for (size_t i = 0; i < plan.steps.size(); ++i)
         steps.push_back(fmt::format("{}. {}", i + 1, plan.steps[i]));

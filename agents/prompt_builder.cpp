@@ -77,15 +77,20 @@ EditForm effective_edit_form(const ProposalContext& context)
     return context.parent ? context.edit_form : EditForm::whole_file;
 }
 
+std::string render_propose_system(const PromptLibrary& library, const Task& task)
+{
+    const Limits& limits = task.limits;
+    return library.render(PromptId::propose_system,
+                          {{"max_threads_per_block", std::to_string(limits.max_threads_per_block)},
+                           {"max_dynamic_smem", std::to_string(limits.max_dynamic_smem)},
+                           {"max_launches", std::to_string(limits.max_launches)},
+                           {"max_param_points", std::to_string(limits.max_param_points)}});
+}
+
 Prompt build_proposal_prompt(const PromptLibrary& library, const ProposalContext& context, PromptTrim trim_level)
 {
-    const Limits& limits = context.task.limits;
     Prompt prompt;
-    prompt.system = library.render(PromptId::propose_system,
-                                   {{"max_threads_per_block", std::to_string(limits.max_threads_per_block)},
-                                    {"max_dynamic_smem", std::to_string(limits.max_dynamic_smem)},
-                                    {"max_launches", std::to_string(limits.max_launches)},
-                                    {"max_param_points", std::to_string(limits.max_param_points)}});
+    prompt.system = render_propose_system(library, context.task);
 
     std::string request;
     if (!context.parent)

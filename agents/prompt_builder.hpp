@@ -26,6 +26,9 @@ struct Prompt {
 
 Prompt build_proposal_prompt(const PromptLibrary& library, const ProposalContext& context, PromptTrim trim);
 
+// The system prompt of every kernel-writing call: the role, the candidate contract, `task`'s limits.
+std::string render_propose_system(const PromptLibrary& library, const Task& task);
+
 // Sections shared with the two-phase step's prompts (plan_code.hpp), rendered as in a proposal.
 std::string render_task_section(const PromptLibrary& library, const ProposalContext& context);
 std::string render_parent_section(const PromptLibrary& library, const CandidateView& parent);

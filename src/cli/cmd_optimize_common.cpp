@@ -101,21 +101,18 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
 
 Json RunConfig::to_json() const
 {
-    Json entries = Json::array();
-    for (const auto& m : models)
-        entries.push_back(Json{{"spec", m.spec},
-                               {"weight", m.weight},
-                               {"temperature", m.temperature ? Json(*m.temperature) : Json()},
-                               {"max_output_tokens", m.max_output_tokens}});
-    Json planners = Json::array();
-    for (const auto& m : planner_models)
-        planners.push_back(Json{{"spec", m.spec},
+    auto entries = [](const std::vector<ModelEntry>& list) {
+        Json json = Json::array();
+        for (const auto& m : list)
+            json.push_back(Json{{"spec", m.spec},
                                 {"weight", m.weight},
                                 {"temperature", m.temperature ? Json(*m.temperature) : Json()},
                                 {"max_output_tokens", m.max_output_tokens}});
+        return json;
+    };
     return Json{{"search", search.to_json()},
-                {"models", entries},
-                {"planner_models", planners},
+                {"models", entries(models)},
+                {"planner_models", entries(planner_models)},
                 {"knowledge", knowledge ? Json(*knowledge) : Json()},
                 {"provider", provider},
                 {"evaluator", evaluator}};

@@ -156,16 +156,23 @@ Json call_summary(const LlmCallRecord& call)
                 {"latency_s", call.latency_s},     {"retries", call.retries}};
 }
 
-int run_propose(const ProposeOptions& options)
+// --model (or --planner-model) texts as specs with the call settings of the command line.
+std::vector<ModelSpec> model_specs(const std::vector<std::string>& texts, const ProposeOptions& options)
 {
-    Task task = load_task(options.task_path);
     std::vector<ModelSpec> specs;
-    for (const auto& text : options.models) {
+    for (const auto& text : texts) {
         ModelSpec spec = parse_model_spec(text);
         spec.temperature = options.temperature;
         spec.max_output_tokens = options.max_tokens;
         specs.push_back(spec);
     }
+    return specs;
+}
+
+int run_propose(const ProposeOptions& options)
+{
+    Task task = load_task(options.task_path);
+    std::vector<ModelSpec> specs = model_specs(options.models, options);
     if (specs.empty())
         log_info("no --model given: using the built-in offline proposer");
     PromptLibrary library = PromptLibrary::load_default(options.prompts_dir);
@@ -214,13 +221,7 @@ int run_propose(const ProposeOptions& options)
     if (planned) {
         if (specs.empty())
             fail(ErrorKind::usage, "--strategy plan needs --model: the builtin proposer does not plan");
-        std::vector<ModelSpec> planner_specs;
-        for (const auto& text : options.planner_models) {
-            ModelSpec spec = parse_model_spec(text);
-            spec.temperature = options.temperature;
-            spec.max_output_tokens = options.max_tokens;
-            planner_specs.push_back(spec);
-        }
+        std::vector<ModelSpec> planner_specs = model_specs(options.planner_models, options);
         ModelMix coders = model_mix(specs, settings);
         ModelMix planners = planner_specs.empty() ? coders : model_mix(planner_specs, settings);
         proposal = propose_in_two_phases(*two, context, coders, planners, library, rng, plan_json);
