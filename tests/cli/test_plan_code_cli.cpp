@@ -4,6 +4,7 @@
 #include "kf_catch.hpp"
 
 #include "archive/archive.hpp"
+#include "archive/knowledge_base.hpp"
 #include "evaluator/simulated_runs.hpp"
 #include "test_support.hpp"
 #include "util/json_reader.hpp"
@@ -182,4 +183,38 @@ TEST_CASE("the two-phase flags refuse what cannot work, naming the flag", "[e2e]
             "--menu rowwsie: no such menu (did you mean rowwise?)");
     refused({"propose", spec("softmax_f32"), "--strategy", "plan", "--focus", "warp-per-col", "--print-prompt"},
             "--focus warp-per-col: not a technique of menu rowwise");
+}
+
+TEST_CASE("lessons --techniques lists the knowledge base's technique results and schedules per category",
+          "[e2e][plan]")
+{
+    TempDir dir;
+    auto path = dir / "kb.sqlite";
+    {
+        KnowledgeBase knowledge = KnowledgeBase::open(path, KnowledgeAccess::read_write);
+        knowledge.add_technique_tries({{"vectorize-16b", "axpy_f32", "memory", 4, true, true, 1.5, 1.2},
+                                       {"vectorize-16b", "softmax_f32", "memory", 9, false, false, std::nullopt, 1.1},
+                                       {"tile-shape-sweep", "sgemm_f32", "compute", 5, true, false, 0.9, 1.3}},
+                                      "run-1");
+        Schedule schedule;
+        schedule.run_id = "run-1";
+        schedule.task_name = "axpy_f32";
+        schedule.category = "memory";
+        schedule.speedup = 1.5;
+        schedule.steps = {{1, "seed", {}, "seed seed_vec4.cu", std::nullopt}, {4, "llm", {"vectorize-16b"}, "", 1.5}};
+        knowledge.put_schedule(schedule);
+    }
+    CommandResult text = run_kforge({"lessons", "--techniques", "--knowledge", path.string(), "--category", "memory"});
+    REQUIRE(text.exit_code == 0);
+    CHECK_THAT(text.out, Catch::Contains("memory tasks"));
+    CHECK_THAT(text.out, Catch::Contains("vectorize-16b") && !Catch::Contains("tile-shape-sweep"));
+    CHECK_THAT(text.out, Catch::Contains("axpy_f32 (run-1, 1.50x): seed seed_vec4.cu -> vectorize-16b 1.50x"));
+    CommandResult json = run_kforge({"lessons", "--techniques", "--knowledge", path.string(), "--json"});
+    REQUIRE(json.exit_code == 0);
+    Json categories = parse_json_text(json.out, "lessons --techniques --json");
+    REQUIRE(categories.size() == 2);
+    CHECK(categories[0]["category"] == "compute");
+    CHECK(categories[1]["techniques"][0]["tried"] == 2);
+    CHECK(categories[1]["techniques"][0]["improved"] == 1);
+    CHECK(categories[1]["schedules"][0]["task"] == "axpy_f32");
 }
