@@ -47,7 +47,7 @@ std::vector<std::string> string_list(const JsonReader& reader, std::string_view 
 
 MenuItem read_item(const JsonReader& reader)
 {
-    reader.allow_only({"id", "title", "when", "profile", "signals"});
+    reader.allow_only({"id", "title", "when", "profile", "signals", "tags"});
     MenuItem item;
     item.id = reader.at("id").as_string();
     if (!valid_id(item.id))
@@ -61,6 +61,7 @@ MenuItem read_item(const JsonReader& reader)
     item.when = trim(reader.at("when").as_string());
     item.profile = trim(reader.get_string("profile", ""));
     item.signals = string_list(reader, "signals");
+    item.tags = string_list(reader, "tags");
     return item;
 }
 
@@ -166,14 +167,30 @@ int menu_fit(const Menu& menu, const Task& task)
     return score;
 }
 
-const Menu& MenuSet::pick(const Task& task, std::string_view forced) const
+Menu menu_for_task(const Menu& menu, const Task& task)
+{
+    Menu chosen = menu;
+    std::erase_if(chosen.items, [&](const MenuItem& item) {
+        if (item.tags.empty())
+            return false;
+        for (const auto& tag : item.tags)
+            if (std::find(task.tags.begin(), task.tags.end(), tag) != task.tags.end())
+                return false;
+        return true;
+    });
+    if (chosen.items.empty())
+        chosen.items = menu.items;
+    return chosen;
+}
+
+Menu MenuSet::pick(const Task& task, std::string_view forced) const
 {
     std::vector<std::string> names;
     for (const auto& menu : m_menus)
         names.push_back(menu.name);
     if (!forced.empty()) {
         if (const Menu* menu = find(forced))
-            return *menu;
+            return menu_for_task(*menu, task);
         std::string close = closest_match(forced, names);
         fail(ErrorKind::usage, "--menu {}: no such menu{} (menus: {})", forced,
              close.empty() ? "" : " (did you mean " + close + "?)", join(names, ", "));
@@ -186,9 +203,9 @@ const Menu& MenuSet::pick(const Task& task, std::string_view forced) const
             best_score = score;
         }
     if (best)
-        return *best;
+        return menu_for_task(*best, task);
     if (const Menu* general = find(k_general_menu))
-        return *general;
+        return menu_for_task(*general, task);
     fail_input("no optimisation menu fits task {} (category '{}', tags {}) and there is no {}.json to fall back on "
                "(menus: {})",
                task.name, task.category, join(task.tags, ", "), k_general_menu, join(names, ", "));

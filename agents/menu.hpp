@@ -32,6 +32,7 @@ struct MenuItem {
     std::string when;                 // when it applies
     std::string profile;              // what the profile shows when it would help ("" if nothing)
     std::vector<std::string> signals; // source strings that show it was applied (may be empty)
+    std::vector<std::string> tags;    // only for tasks sharing one of these tags (empty: every task)
 };
 
 struct Menu {
@@ -44,6 +45,9 @@ struct Menu {
 
     const MenuItem* find(std::string_view id) const;
 };
+
+// `menu` with only the items meant for `task` (see MenuSet::pick).
+Menu menu_for_task(const Menu& menu, const Task& task);
 
 // Reads and checks one menu file. Throws Error(bad_input) "FILE: PATH: what was expected".
 Menu load_menu(const std::filesystem::path& file);
@@ -60,10 +64,12 @@ public:
     const std::vector<Menu>& menus() const { return m_menus; }
     const Menu* find(std::string_view name) const;
     // The menu for `task`: the one sharing most tags with it (3 points a tag, 1 for its category;
-    // ties go to the name first in order), or the general menu when none shares a tag.
-    // `forced` names a menu to use instead ("" for none). Throws Error(usage) for an unknown forced
-    // name (with the closest one), Error(bad_input) when nothing fits and there is no general menu.
-    const Menu& pick(const Task& task, std::string_view forced = "") const;
+    // ties go to the name first in order), or the general menu when none shares a tag; `forced`
+    // names a menu to use instead ("" for none). Returned with the items meant for `task` only
+    // (those without tags or sharing one with it; all of them if that leaves none). Throws
+    // Error(usage) for an unknown forced name (with the closest one), Error(bad_input) when nothing
+    // fits and there is no general menu.
+    Menu pick(const Task& task, std::string_view forced = "") const;
 
 private:
     std::vector<Menu> m_menus; // by name

@@ -63,22 +63,25 @@ struct ProposeOptions {
 // The two-phase step's inputs for one proposal: the task's menu, the planner's request, and a plan
 // read from --plan when given.
 struct TwoPhase {
-    MenuSet menus;
-    const Menu* menu = nullptr;
+    std::optional<Menu> menu;
     std::optional<PlanRequest> request;
     std::optional<TechniquePlan> plan;
 };
 
 TwoPhase prepare_two_phase(const ProposeOptions& options, const Task& task, const ProposalContext& context)
 {
-    TwoPhase two{MenuSet::load_default(options.menus_dir)};
-    two.menu = &two.menus.pick(task, options.menu);
+    TwoPhase two;
+    two.menu = MenuSet::load_default(options.menus_dir).pick(task, options.menu);
     two.request.emplace(PlanRequest{context, *two.menu});
     two.request->context.inspirations.clear();
     if (!options.focus.empty()) {
-        if (!two.menu->find(options.focus))
-            fail(ErrorKind::usage, "--focus {}: not a technique of menu {} ({})", options.focus, two.menu->name,
-                 describe_menu_items(*two.menu).empty() ? "empty" : two.menu->file.string());
+        if (!two.menu->find(options.focus)) {
+            std::vector<std::string> ids;
+            for (const auto& item : two.menu->items)
+                ids.push_back(item.id);
+            fail(ErrorKind::usage, "--focus {}: not a technique of menu {} for this task (techniques: {})",
+                 options.focus, two.menu->name, join(ids, ", "));
+        }
         two.request->focus = options.focus;
     }
     if (!options.plan_path.empty()) {

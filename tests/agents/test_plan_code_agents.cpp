@@ -28,6 +28,7 @@ const MenuSet& bundled_menus()
     return menus;
 }
 
+// The whole rowwise menu (as a task sharing every item's tags would get it).
 const Menu& rowwise()
 {
     return *bundled_menus().find("rowwise");
@@ -126,6 +127,15 @@ TEST_CASE("every bundled menu loads and each bundled task gets the menu of its k
         INFO(task);
         CHECK(bundled_menus().pick(load_task(source_dir() / "tasks" / (task + ".json"))).name == menu);
     }
+    // Items with tags are for the tasks sharing one: axpy's menu has no row or transpose techniques.
+    Menu axpy = bundled_menus().pick(load_task(source_dir() / "tasks" / "axpy_f32.json"));
+    CHECK_FALSE(axpy.find("warp-per-row"));
+    CHECK_FALSE(axpy.find("smem-tiled-transpose"));
+    CHECK(axpy.find("vectorize-16b"));
+    Menu softmax = bundled_menus().pick(load_task(source_dir() / "tasks" / "softmax_f32.json"));
+    CHECK(softmax.find("online-softmax"));
+    CHECK_FALSE(softmax.find("smem-tiled-transpose"));
+    CHECK(bundled_menus().find("rowwise")->items.size() == 9);
     Task odd = rowscale_task();
     odd.tags = {"unheard-of"};
     odd.category = "memory";

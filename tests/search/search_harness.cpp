@@ -131,8 +131,8 @@ const Task& softmax_task()
 
 const Menu& softmax_menu()
 {
-    static const MenuSet menus = MenuSet::load_default();
-    return menus.pick(softmax_task());
+    static const Menu menu = MenuSet::load_default().pick(softmax_task());
+    return menu;
 }
 
 SearchOutcome run_session(const fs::path& path, const HarnessOptions& options)
@@ -178,7 +178,7 @@ SearchOutcome run_session(const fs::path& path, const HarnessOptions& options, c
                                                       options.planner_replay, CallRecorder{}),
                      1);
     static const MenuSet menus = MenuSet::load_default();
-    const Menu& menu = menus.pick(task, config.menu);
+    const Menu menu = menus.pick(task, config.menu);
     SearchServices services{evaluator, *proposer};
     services.builtin = builtin;
     services.models = builtin ? nullptr : &models;
