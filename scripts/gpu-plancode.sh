@@ -8,8 +8,12 @@
 # the softmax run's first plan are written out as text. Everything goes to $OUT; a table is printed
 # last.
 #
-# TASKS="axpy_f32 softmax_f32" (default) picks the runs; an imported problem is added by listing its
-# task and giving a replay file named tests/fixtures/replay/plancode_<task>.jsonl.
+# TASKS="axpy_f32 softmax_f32" (default) picks the runs, in order: a bundled task's name, or the path
+# of a spec (an imported PyTorch problem: `kforge task import PROGRAM.py -o DIR/NAME.json`). Each
+# needs two-phase replies in $REPLIES_DIR/plancode_<task name>.jsonl (default tests/fixtures/replay;
+# scripts/make-replay-plancode.py shows the form: plan and code records in serving order). The
+# budget is the seeding items (reference and seeds) plus one per code reply plus one per plan that
+# fails twice; BUDGET_<task name>=N overrides it.
 #
 # What proves the issue: every run "rc=0" with "plans" = the replies' plans (axpy 6, softmax 9),
 # "read/repaired/failed" = 4/2/0 (axpy) and 6/2/1 (softmax), "left out" = 2 for each, and "dataset
@@ -21,17 +25,29 @@ mkdir -p "$out"
 kb="$out/knowledge.sqlite"
 rm -f "$kb"*
 log="$out/plancode.log"
-tasks="${TASKS:-axpy_f32 softmax_f32}"
-declare -A budget=([axpy_f32]=9 [softmax_f32]=12)
+entries="${TASKS:-axpy_f32 softmax_f32}"
+replies_dir="${REPLIES_DIR:-tests/fixtures/replay}"
+declare -A failed_plans=([softmax_f32]=1) # plans of the bundled replies that fail twice (no code reply)
+tasks=""
 {
-    for task in $tasks; do
+    for entry in $entries; do
+        case "$entry" in *.json) spec="$entry" ;; *) spec="tasks/$entry.json" ;; esac
+        task=$(python3 -c "import json; print(json.load(open('$spec'))['name'])")
+        tasks="$tasks $task"
         archive="$out/$task-plan.kforge"
         rm -f "$archive"*
-        replies="tests/fixtures/replay/plancode_$task.jsonl"
-        proposals=$(python3 -c "import json,sys; r=[json.loads(l)['purpose'] for l in open('$replies')]; print(r.count('code') + 1)")
-        n="${budget[$task]:-$((3 + proposals))}"
+        replies="$replies_dir/plancode_$task.jsonl"
+        # Seeding items (the reference unless it is a PyTorch program, and the seeds), then one
+        # candidate per code reply and per plan that fails twice.
+        n=$(python3 -c "
+import json
+spec = json.load(open('$spec'))
+codes = [json.loads(l)['purpose'] for l in open('$replies')].count('code')
+print((0 if isinstance(spec.get('reference'), dict) else 1) + len(spec.get('seeds', [])) + codes + ${failed_plans[$task]:-0})")
+        budget_var="BUDGET_$task"
+        n="${!budget_var:-$n}"
         echo "== optimize $task --strategy plan (budget $n)"
-        time "$KF" optimize "tasks/$task.json" --model "replay:$replies" --strategy plan --parallel 1 \
+        time "$KF" optimize "$spec" --model "replay:$replies" --strategy plan --parallel 1 \
             --no-repair --no-tune --max-lessons 0 --meta-every 100 --islands 1 --budget "$n" --seed 5 \
             --knowledge "$kb" --progress lines -o "$archive"
         echo "optimize $task rc=$?"
@@ -43,6 +59,7 @@ declare -A budget=([axpy_f32]=9 [softmax_f32]=12)
         "$KF" dataset "$archive" -o "$out/dataset-$task.jsonl" --force; echo "dataset $task rc=$?"
         python3 "$here/scripts/check-dataset.py" "$KF" "$out/dataset-$task.jsonl" "$archive"
     done
+    echo "tasks:$tasks"
     # The prompts of one task's first plan and its code, as the models saw them.
     for task in $tasks; do
         python3 - "$out/$task-plan.kforge" "$out" "$task" <<'EOF'
@@ -59,6 +76,7 @@ EOF
     done
 } >"$log" 2>&1
 grep -E "rc=|dataset check|techniques sections|wrote|Error|error:" "$log"
+tasks=$(sed -n 's/^tasks://p' "$log")
 echo
 printf '%-12s %6s %6s %8s %8s %6s %6s %8s %8s\n' task rc plans read repaired failed "left" "best" "techs"
 for task in $tasks; do
