@@ -15,7 +15,7 @@ using test::evaluate_all;
 
 namespace {
 
-std::string fixture(const std::string& name)
+std::string softmax_kernel(const std::string& name)
 {
     return read_file(test::fixtures_dir() / "kernels" / "softmax_f32" / name);
 }
@@ -48,7 +48,7 @@ TEST_CASE("repeated evaluations of one kernel agree within a few percent", "[gpu
     for (uint64_t i = 0; i < 4; ++i) {
         EvalJob job;
         job.ticket = i;
-        job.source = fixture("good_block_row.cu");
+        job.source = softmax_kernel("good_block_row.cu");
         job.options.confirm = true;
         job.options.only_params = ParamPoint{{"BLOCK", 256}};
         jobs.push_back(job);
@@ -77,7 +77,7 @@ TEST_CASE("a kernel evaluated again is answered from the memo; a held-out check 
     auto job = [&](uint64_t ticket, bool held_out) {
         EvalJob j;
         j.ticket = ticket;
-        j.source = fixture("good_block_row.cu");
+        j.source = softmax_kernel("good_block_row.cu");
         j.options.held_out = held_out;
         return j;
     };
