@@ -107,7 +107,8 @@ int main(int argc, char** argv)
 
     std::vector<std::string> suite = {"axpy_f32",      "softmax_f32", "layernorm_f32", "rmsnorm_bf16",
                                       "reduce_sum_f32", "transpose_f32", "sgemm_f32",   "hgemm_bf16",
-                                      "spmv_csr_f32",  "jacobi2d_f32", "histogram_u8", "scan_u32"};
+                                      "spmv_csr_f32",  "jacobi2d_f32", "histogram_u8", "scan_u32",
+                                      "gelu_bf16"};
     std::string task_time = "5m";
     std::string archive_dir = "bench-archives";
     auto* tasks = app.add_subcommand("tasks", "each task optimised by the builtin proposer: reference, vendor and best times");

@@ -147,7 +147,7 @@ Json SimulatedGpu::setup(const Json& request)
 
 double SimulatedGpu::reference_ns(const Shape& shape) const
 {
-    return 2000.0 + 1.6 * roofline_at(*m_task, shape, m_peaks).floor_ns;
+    return 2000.0 + 1.6 * roofline_at(*m_task, shape, m_peaks).roofline_ns;
 }
 
 void SimulatedGpu::spend(int default_ms) const
