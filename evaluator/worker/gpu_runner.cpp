@@ -352,7 +352,7 @@ std::optional<Verdict> CandidateRunner::time_shape(const Loaded& loaded, const S
 
     Measurement m = to_measurement(stats[0], shape, "candidate", level);
     RooflinePoint roof = roofline_at(m_task, shape, m_peaks);
-    if (roof.floor_ns > 0 && m.median_ns < roof.floor_ns && !m_task.roofline.may_exceed) {
+    if (is_below_floor(m_task, roof, m.median_ns)) {
         // Faster than physics allows (roofline.hpp: the floor already grants the writes L2 absorbs):
         // check once more on new inputs and flag it, never celebrate it.
         m.below_roofline = true;

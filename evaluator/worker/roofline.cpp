@@ -113,6 +113,11 @@ RooflinePoint roofline_at(const Task& task, const Shape& shape, const DevicePeak
     return point;
 }
 
+bool is_below_floor(const Task& task, const RooflinePoint& point, double median_ns)
+{
+    return point.floor_ns > 0 && median_ns < point.floor_ns && !task.roofline.may_exceed;
+}
+
 std::string describe_below_floor(double median_ns, const RooflinePoint& point)
 {
     auto us = [](double ns) { return fmt::format("{:.2f} us", ns / 1000); };

@@ -59,6 +59,10 @@ struct RooflinePoint {
 // tensors. Zero peaks give zero times (nothing is flagged against an unknown device).
 RooflinePoint roofline_at(const Task& task, const Shape& shape, const DevicePeaks& peaks);
 
+// Whether a measured median is flagged: below a known floor, for a task whose roofline does not say
+// a legitimate kernel may beat it (`may_exceed`).
+bool is_below_floor(const Task& task, const RooflinePoint& point, double median_ns);
+
 // Why a median is below the floor, in a line for users: "19.07 us is under the floor of 10.02 us
 // (32.0 MiB of the 64.0 MiB moved may stay in L2; the roofline is 20.03 us)". Times in ns.
 std::string describe_below_floor(double median_ns, const RooflinePoint& point);

@@ -1,10 +1,12 @@
-// gelu_bf16 seed: the plain version, one bf16 per thread per step of a grid-stride loop, in fp32
-// with erfcf (accurate in both tails). 2-byte loads and stores leave most of each memory
-// transaction's width unused per instruction, so it needs many threads in flight to approach the
-// bandwidth; the grid is capped at BLOCKS blocks (each thread then takes several elements).
+// gelu_bf16 seed: the plain version, one bf16 at a time, in fp32 with erfcf (accurate in both
+// tails). Each block covers BLOCK * ITEMS consecutive elements, read with stride BLOCK so that
+// every load instruction of a warp is 64 contiguous bytes; ITEMS > 1 keeps several 2-byte loads in
+// flight per thread. Narrow loads use a small part of each memory transaction per instruction, so
+// this needs many warps in flight to approach the bandwidth that seed_vec16 reaches with 16-byte
+// accesses.
 /* kforge:plan
-{ "params": {"BLOCK": [256, 512], "BLOCKS": [4096, 65536]},
-  "launches": [{"kernel": "gelu_scalar", "grid": ["max(1, min(ceil_div(n, BLOCK), BLOCKS))"],
+{ "params": {"BLOCK": [256, 512], "ITEMS": [1, 4]},
+  "launches": [{"kernel": "gelu_scalar", "grid": ["max(1, ceil_div(n, BLOCK * ITEMS))"],
                 "block": ["BLOCK"], "args": ["x", "y", "n"]}] }
 */
 
@@ -16,7 +18,17 @@ __device__ __forceinline__ float gelu(float v)
 extern "C" __global__ void __launch_bounds__(BLOCK) gelu_scalar(const __nv_bfloat16* __restrict__ x,
                                                                 __nv_bfloat16* __restrict__ y, int64_t n)
 {
-    const int64_t stride = (int64_t)gridDim.x * BLOCK;
-    for (int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x; i < n; i += stride)
-        y[i] = __float2bfloat16_rn(gelu(__bfloat162float(x[i])));
+    const int64_t base = (int64_t)blockIdx.x * BLOCK * ITEMS + threadIdx.x;
+    float v[ITEMS];
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        const int64_t i = base + (int64_t)k * BLOCK;
+        v[k] = i < n ? __bfloat162float(x[i]) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        const int64_t i = base + (int64_t)k * BLOCK;
+        if (i < n)
+            y[i] = __float2bfloat16_rn(gelu(v[k]));
+    }
 }
