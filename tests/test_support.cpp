@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <csignal>
 #include <fstream>
+#include <thread>
 #include <random>
 #include <sstream>
 
@@ -256,6 +257,28 @@ CommandResult RunningProgram::wait()
     result.out = slurp(*m_io / "stdout");
     result.err = slurp(*m_io / "stderr");
     return result;
+}
+
+std::optional<CommandResult> RunningProgram::wait_for(std::chrono::seconds limit)
+{
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < until) {
+        int status = 0;
+        if (::waitpid(m_pid, &status, WNOHANG) == m_pid) {
+            m_pid = -1;
+            CommandResult result;
+            result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            result.out = slurp(*m_io / "stdout");
+            result.err = slurp(*m_io / "stderr");
+            return result;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(m_pid, SIGTERM);
+    auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < grace && ::waitpid(m_pid, nullptr, WNOHANG) != m_pid)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return std::nullopt; // the destructor kills and reaps what is left
 }
 
 void write_text(const std::filesystem::path& path, const std::string& text)
