@@ -119,11 +119,14 @@ int main(int argc, char** argv)
     ScaleSettings scale_settings = default_scale_settings();
     auto add_scale_options = [&](CLI::App* cmd) {
         cmd->add_option("--gpu-counts", scale_settings.gpu_counts, "GPU counts to measure (those present)")->capture_default_str();
-        cmd->add_option("--scale-time", scale_settings.time, "wall time of each builtin run")->capture_default_str();
-        cmd->add_option("--replay", scale_settings.replay, "recorded replies for the replay runs")->capture_default_str();
+        cmd->add_option("--scale-candidates", scale_settings.candidates,
+                        "recorded candidates each fixed-work row evaluates")->capture_default_str();
+        cmd->add_option("--scale-budget", scale_settings.budget, "candidates of each builtin row")->capture_default_str();
+        cmd->add_option("--replay", scale_settings.replay, "recorded replies for the fixed-work rows")->capture_default_str();
         cmd->add_option("--mpirun", scale_settings.mpirun, "mpirun for the one-rank-per-GPU rows (\"\": none)")->capture_default_str();
     };
-    auto* scale = app.add_subcommand("scale", "candidates per minute against the number of GPUs, in one process and under mpirun");
+    auto* scale = app.add_subcommand("scale", "fixed work and a builtin budget against the number of GPUs, in one process "
+                                              "and under mpirun");
     add_scale_options(scale);
     scale->add_option("--archives", scale_settings.archive_dir, "folder for the runs' archives and logs")->capture_default_str();
 
