@@ -23,7 +23,8 @@ std::string render_task(const PromptLibrary& library, const ProposalContext& con
                            {"roofline", describe_roofline(task, context.hardware)},
                            {"default_plan", describe_default_plan(task)},
                            {"forbidden", describe_forbidden(task)},
-                           {"reference_source", task.reference.source}});
+                           {"reference_source", task.is_torch() ? "" : task.reference.source},
+                           {"program_source", task.is_torch() ? task.reference.source : ""}});
 }
 
 std::string render_parent(const PromptLibrary& library, const CandidateView& parent)

@@ -18,7 +18,7 @@ const std::vector<PromptSpec>& prompt_catalog()
          {"lessons", "inspirations", "strategy", "target"}},
         {PromptId::section_task, "section_task.txt",
          {"task_name", "description", "args", "bench_shapes", "checks", "roofline"},
-         {"category", "symbols", "default_plan", "forbidden", "reference_source"}},
+         {"category", "symbols", "default_plan", "forbidden", "reference_source", "program_source"}},
         {PromptId::section_hardware, "section_hardware.txt", {"facts"}, {}},
         {PromptId::section_parent, "section_parent.txt", {"source"},
          {"status", "message", "times", "metrics", "descriptors", "note"}},

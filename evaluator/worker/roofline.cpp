@@ -95,7 +95,7 @@ RooflinePoint roofline_at(const Task& task, const Shape& shape, const DevicePeak
 {
     RooflinePoint point;
     ExprScope scope = task.scope_for(shape);
-    point.flops = task.roofline.flops.eval_real(scope);
+    point.flops = shape.flops ? *shape.flops : task.roofline.flops.eval_real(scope);
     point.bytes = task.roofline.bytes.eval_real(scope);
     for (const auto& arg : task.args)
         if (arg.is_tensor && arg.intent != Intent::in)

@@ -159,9 +159,13 @@ int print_evaluation(const Task& task, const EvalRun& run, const EvalCommandOpti
     Json shapes = Json::array();
     std::vector<std::string> flagged;
     TextTable table({{"shape"}, {"median", TextTable::Align::right}, {"IQR", TextTable::Align::right},
-                     {"samples", TextTable::Align::right}, {"reference", TextTable::Align::right},
+                     {"samples", TextTable::Align::right},
+                     {baseline_label(task.reference_kind, "reference"), TextTable::Align::right},
                      {"speedup", TextTable::Align::right},
-                     {vendor_subject.empty() ? "vendor" : vendor_timed->library, TextTable::Align::right},
+                     {vendor_subject.empty()                ? "vendor"
+                      : vendor_subject == "torch_compile" ? baseline_label(task.reference_kind, vendor_subject)
+                                                          : vendor_timed->library,
+                      TextTable::Align::right},
                      {"vs vendor", TextTable::Align::right}, {"% roofline", TextTable::Align::right},
                      {"% measured BW roofline", TextTable::Align::right}});
     for (const auto& m : evaluation.measurements) {

@@ -13,6 +13,7 @@
 #include "cli/app.hpp"
 #include "cli/inspect_report.hpp"
 #include "cli/table.hpp"
+#include "core/task.hpp"
 #include "util/error.hpp"
 
 namespace kforge {
@@ -26,6 +27,7 @@ Json run_section(const RunInfo& run)
     return {{"run_id", run.run_id},
             {"task", run.task_name},
             {"task_hash", run.task_hash},
+            {"reference_kind", reference_kind_name(spec_reference_kind(run.task_spec))},
             {"state", run.state},
             {"started_at", run.started_at},
             {"updated_at", run.updated_at},

@@ -5,6 +5,7 @@
 
 #include "cli/inspect_report.hpp"
 #include "cli/table.hpp"
+#include "core/task.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
@@ -135,8 +136,8 @@ std::string top_block(const Json& report)
                           [baseline["shape_label"].get<std::string>()] =
                               baseline["median_ns"].get<double>();
     for (const auto& [subject, times] : baseline_times) {
-        std::vector<std::string> cells{
-            subject, subject == "reference" ? "1.00x" : "", "", "", "baseline", "", ""};
+        std::vector<std::string> cells{baseline_label(report["run"].value("reference_kind", std::string("cuda")), subject),
+                                       subject == "reference" ? "1.00x" : "", "", "", "baseline", "", ""};
         for (const auto& label : labels) {
             auto it = times.find(label.get<std::string>());
             cells.push_back(it == times.end() ? "-" : format_duration_ns(it->second));

@@ -215,6 +215,12 @@ void apply_session_options(const SessionOptions& o, const BudgetBase& base, RunC
 Session::Session(const Task& task, const RunConfig& config) : m_task(task)
 {
     if (config.models.empty()) {
+        // The builtin proposer explores the task's seed kernels; without any it has nothing to do.
+        if (task.seeds.empty())
+            fail(ErrorKind::usage,
+                 "task '{}' has no seed kernels, so the builtin offline proposer has nothing to start from: name a "
+                 "model (--model openai:MODEL, anthropic:MODEL, replay:FILE) or add seed kernels (\"seeds\") to {}",
+                 task.name, task.spec_path.empty() ? "the spec" : task.spec_path.string());
         auto builtin = std::make_unique<BuiltinProposer>();
         m_builtin = builtin.get();
         m_proposer = std::move(builtin);

@@ -8,6 +8,7 @@
 
 #include "cli/inspect_report.hpp"
 #include "cli/report_page.hpp"
+#include "core/task.hpp"
 #include "search/progress.hpp"
 #include "util/text.hpp"
 
@@ -128,9 +129,10 @@ std::string render_shape_table(const ReportData& data)
                                            {"IQR", Align::right},
                                            {"samples", Align::right},
                                            {"timing"}};
+    std::string kind = data.inspect["run"].value("reference_kind", std::string("cuda"));
     for (const auto& subject : subjects) {
-        columns.push_back({subject, Align::right});
-        columns.push_back({"vs " + subject, Align::right});
+        columns.push_back({baseline_label(kind, subject), Align::right});
+        columns.push_back({"vs " + baseline_label(kind, subject), Align::right});
     }
     columns.push_back({"roofline floor", Align::right});
     columns.push_back({"% of roofline", Align::right});

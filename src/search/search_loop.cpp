@@ -124,11 +124,14 @@ void SearchLoop::start_fresh()
             m_active_meta.push_back(prompt.id);
         }
     });
-    m_state.requests.push_back(seeding_item(ItemKind::reference, 0));
+    // A reference kernel is the first candidate; a PyTorch program is no kernel and starts nothing.
+    if (!m_task.is_torch())
+        m_state.requests.push_back(seeding_item(ItemKind::reference, 0));
     for (size_t i = 0; i < m_task.seeds.size(); ++i)
         m_state.requests.push_back(seeding_item(ItemKind::seed, static_cast<int>(i)));
     if (m_services.builtin) {
-        m_services.builtin->remember(m_task.reference.source);
+        if (!m_task.is_torch())
+            m_services.builtin->remember(m_task.reference.source);
         for (const auto& seed : m_task.seeds)
             m_services.builtin->remember(seed.source);
     }
