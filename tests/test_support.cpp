@@ -250,10 +250,8 @@ std::string RunningProgram::stderr_so_far() const
     return slurp(*m_io / "stderr");
 }
 
-CommandResult RunningProgram::wait()
+CommandResult RunningProgram::ended(int status)
 {
-    int status = 0;
-    ::waitpid(m_pid, &status, 0);
     m_pid = -1;
     CommandResult result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -262,19 +260,20 @@ CommandResult RunningProgram::wait()
     return result;
 }
 
+CommandResult RunningProgram::wait()
+{
+    int status = 0;
+    ::waitpid(m_pid, &status, 0);
+    return ended(status);
+}
+
 std::optional<CommandResult> RunningProgram::wait_for(std::chrono::seconds limit)
 {
     auto until = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < until) {
         int status = 0;
-        if (::waitpid(m_pid, &status, WNOHANG) == m_pid) {
-            m_pid = -1;
-            CommandResult result;
-            result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            result.out = slurp(*m_io / "stdout");
-            result.err = slurp(*m_io / "stderr");
-            return result;
-        }
+        if (::waitpid(m_pid, &status, WNOHANG) == m_pid)
+            return ended(status);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     ::kill(m_pid, SIGTERM);

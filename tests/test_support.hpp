@@ -93,6 +93,8 @@ public:
     std::optional<CommandResult> wait_for(std::chrono::seconds limit);
 
 private:
+    CommandResult ended(int status); // the result of the process reaped with `status`
+
     std::unique_ptr<TempDir> m_io;
     int m_pid = -1;
 };
