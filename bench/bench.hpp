@@ -52,9 +52,14 @@ struct ScaleSettings {
     std::string replay;            // recorded replies for the fixed-work rows
     std::string mpirun;            // "" leaves the MPI rows out
     std::string archive_dir = "bench-archives/scale";
+    double deadline_s = 0;         // > 0: rows that would end later than this many seconds after the
+                                   // first began are left out (marked "skipped"); 0: no limit
 };
 // mpirun from the PATH, tests/fixtures/replay/softmax_f32_scale.jsonl (scripts/make-replay-scale.py).
 ScaleSettings default_scale_settings();
+// Runs the rows (the fixed-work table, then the builtin one) and returns {"device", ..., "rows"};
+// the same object, with the rows done so far, is rewritten to <archive_dir>/scale.json after each
+// row, so a run cut short still leaves what it measured.
 Json run_scale(const BenchOptions& options, const ScaleSettings& settings);
 
 // PyTorch eager and torch.compile at `task`'s bench shapes (bench/torch_baselines.py, torch.cpp):

@@ -152,6 +152,23 @@ double least_busy(const Json& row)
     return least;
 }
 
+// About how long `run` takes, from the rows already measured: the one-GPU row of its table, its
+// start (the whole run less the search) as it was and its search over the GPU count; the builtin
+// one-GPU row from the fixed one, per candidate. 0 when nothing is known yet (the first row runs).
+double expected_row_s(const ScaleRun& run, const Json& one_gpu, const Json& fixed_one_gpu, const ScaleSettings& settings)
+{
+    if (run.gpus > 1 && one_gpu.contains("search_s")) {
+        double whole = one_gpu.at("whole_s").get<double>(), search = one_gpu.at("search_s").get<double>();
+        return whole - search + search / run.gpus;
+    }
+    if (run.gpus == 1 && run.table == "builtin" && fixed_one_gpu.contains("whole_s") && fixed_one_gpu.contains("candidates")) {
+        double per = fixed_one_gpu.at("whole_s").get<double>() /
+                     static_cast<double>(std::max<int64_t>(1, fixed_one_gpu.at("candidates").get<int64_t>()));
+        return per * settings.budget;
+    }
+    return 0;
+}
+
 } // namespace
 
 Json run_scale(const BenchOptions& options, const ScaleSettings& settings)
@@ -168,40 +185,63 @@ Json run_scale(const BenchOptions& options, const ScaleSettings& settings)
         if (n >= 1 && static_cast<size_t>(n) <= visible.size())
             counts.push_back(n);
     if (std::find(counts.begin(), counts.end(), 1) == counts.end())
-        counts.insert(counts.begin(), 1); // the row every speedup is measured against
+        counts.push_back(1); // the row every speedup is measured against
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     std::vector<std::string> launches{"one process"};
     if (!settings.mpirun.empty())
         launches.push_back("mpirun");
     else
         log_warn("scale: no mpirun on the PATH; the MPI rows are left out");
 
-    Json rows = Json::array();
-    for (const std::string table : {"fixed", "builtin"}) {
-        Json one_gpu;
-        for (const auto& launch : launches)
-            for (int n : counts) {
-                if (launch == "mpirun" && n == 1)
-                    continue; // one rank is a plain run: the one-process row
-                Json row = run_one(options, settings, ScaleRun{table, launch, n}, dir);
-                if (n == 1)
-                    one_gpu = row;
-                double base = one_gpu.value("search_s", 0.0);
-                double search = row.value("search_s", 0.0);
-                row["speedup"] = base > 0 && search > 0 ? Json(base / search) : Json();
-                row["least_busy"] = least_busy(row);
-                if (table == "fixed" && !one_gpu.is_null() && row.value("verdicts", Json()) != one_gpu.value("verdicts", Json()))
-                    row["note"] = "recorded verdicts differ from the one-GPU row: not the same work";
-                rows.push_back(row);
-            }
-    }
-    return Json{{"device", visible.front().facts.name},
+    Json result{{"device", visible.front().facts.name},
                 {"gpus_visible", visible.size()},
                 {"task", settings.task},
                 {"candidates", settings.candidates},
                 {"budget", settings.budget},
                 {"replay", settings.replay},
                 {"mpi", settings.mpirun.empty() ? "" : settings.mpirun},
-                {"rows", rows}};
+                {"deadline_s", settings.deadline_s},
+                {"rows", Json::array()}};
+    auto started = std::chrono::steady_clock::now();
+    Json fixed_one_gpu = Json::object();
+    for (const std::string table : {"fixed", "builtin"}) {
+        Json one_gpu = Json::object(); // the table's one-GPU row, once measured
+        for (const auto& launch : launches)
+            for (int n : counts) {
+                if (launch == "mpirun" && n == 1)
+                    continue; // one rank is a plain run: the one-process row
+                ScaleRun run{table, launch, n};
+                double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+                std::string skip = n == 1 ? "" : (one_gpu.value("search_s", 0.0) > 0 ? "" : "no one-GPU row to compare with");
+                double expected = expected_row_s(run, one_gpu, fixed_one_gpu, settings);
+                if (skip.empty() && settings.deadline_s > 0 && spent + expected > settings.deadline_s)
+                    skip = fmt::format("time budget: {:.0f} s spent, about {:.0f} s more expected, --scale-deadline {:.0f} s",
+                                       spent, expected, settings.deadline_s);
+                if (!skip.empty()) {
+                    log_warn("scale: {} left out ({})", row_name(run), skip);
+                    result["rows"].push_back(Json{{"table", table}, {"launch", launch}, {"gpus", n}, {"skipped", skip}});
+                    write_file_atomic(dir / "scale.json", result.dump(2));
+                    continue;
+                }
+                Json row = run_one(options, settings, run, dir);
+                if (n == 1) {
+                    one_gpu = row;
+                    if (table == "fixed")
+                        fixed_one_gpu = row;
+                }
+                double base = one_gpu.value("search_s", 0.0);
+                double search = row.value("search_s", 0.0);
+                row["speedup"] = base > 0 && search > 0 ? Json(base / search) : Json();
+                row["least_busy"] = least_busy(row);
+                if (table == "fixed" && one_gpu.contains("verdicts") && row.value("verdicts", Json()) != one_gpu.value("verdicts", Json()))
+                    row["note"] = "recorded verdicts differ from the one-GPU row: not the same work";
+                result["rows"].push_back(row);
+                write_file_atomic(dir / "scale.json", result.dump(2));
+            }
+    }
+    write_file_atomic(dir / "scale.json", result.dump(2));
+    return result;
 }
 
 std::string scale_markdown(const Json& scale)
@@ -212,6 +252,11 @@ std::string scale_markdown(const Json& scale)
         for (const auto& row : scale.at("rows")) {
             if (row.at("table").get<std::string>() != which)
                 continue;
+            if (row.contains("skipped")) {
+                md += fmt::format("| {} | {} | - | - | - | - | - | left out: {} |\n", row.at("launch").get<std::string>(),
+                                  row.at("gpus").get<int>(), row.at("skipped").get<std::string>());
+                continue;
+            }
             if (row.contains("error")) {
                 md += fmt::format("| {} | {} | - | - | - | - | - | {} |\n", row.at("launch").get<std::string>(),
                                   row.at("gpus").get<int>(), row.at("error").get<std::string>());
