@@ -81,9 +81,9 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
     cmd->add_option("--retries", o.retries, "retries after a transient failure (default 5)");
     cmd->add_option("--retry-backoff", o.retry_backoff_s, "seconds before the first retry; doubles (default 1)");
     cmd->add_option("--gpus", o.gpus,
-                    resume ? "GPUs to use: all, N (the first N) or indices such as 0,2,5 (default: the run's)"
-                           : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5; "
-                             "under mpirun, per host");
+                    resume ? "GPUs to use: all, N (the first N) or indices such as 0,2,5 (one device: 2,) (default: the run's)"
+                           : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5 "
+                             "(one device: 2,); under mpirun, per host");
 }
 
 Json RunConfig::to_json() const

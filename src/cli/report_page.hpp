@@ -63,6 +63,9 @@ std::string render_costs(const ReportData& data);
 // Per GPU: candidates measured, evaluations, busy time and share, restarts, lost or not.
 std::string render_gpus(const ReportData& data);
 
+// The page's style sheet (CSS without <style>), shared with `suite report`'s page.
+std::string_view report_style_sheet();
+
 // --- formatting and markup helpers (cmd_report_svg.cpp, html_table in cmd_report_tables.cpp) ---
 
 // "4,685,964": digits grouped by thousands.
