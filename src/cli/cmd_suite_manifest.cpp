@@ -83,6 +83,7 @@ Json ProblemSession::to_json() const
                 {"exit_code", exit_code ? Json(*exit_code) : Json()},
                 {"exit", exit},
                 {"busy_s", busy_s},
+                {"search_s", search_s},
                 {"cost_cap", optional_number(cost_cap)}};
 }
 
@@ -98,6 +99,7 @@ ProblemSession ProblemSession::from_json(const JsonReader& reader)
         session.exit_code = static_cast<int>(*code);
     session.exit = reader.get_string("exit", "");
     session.busy_s = reader.get_number("busy_s", 0);
+    session.search_s = reader.get_number("search_s", 0);
     session.cost_cap = read_optional_number(reader, "cost_cap");
     return session;
 }

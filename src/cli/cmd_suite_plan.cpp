@@ -13,6 +13,7 @@
 #include "cli/cmd_optimize_common.hpp"
 #include "cli/suite_problems.hpp"
 #include "core/task.hpp"
+#include "search/budget.hpp"
 #include "search/loop_state.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -201,6 +202,7 @@ ProblemLaunch plan_launch(const SuiteFolder& folder, const SuiteProblem& problem
     if (fs::exists(archive_path, ec)) {
         RunUse used;
         std::string state;
+        std::string stopped = "its run had finished"; // what stopped a finished run, when it says
         bool started = true;
         std::vector<std::string> rest;
         try {
@@ -214,6 +216,8 @@ ProblemLaunch plan_launch(const SuiteFolder& folder, const SuiteProblem& problem
                     RunConfig config = RunConfig::from_json(run.config, archive_path.string() + ": run config");
                     LoopState loop = LoopState::from_json(*saved, config.search.islands, archive_path.string());
                     used.candidates = loop.recorded_candidates;
+                    if (loop.stop != StopReason::none)
+                        stopped = describe_stop(loop.stop, config.search.budgets);
                     used.pending = !loop.pending.empty();
                 }
                 used.calls = archive.llm_usage_total().calls;
@@ -231,7 +235,7 @@ ProblemLaunch plan_launch(const SuiteFolder& folder, const SuiteProblem& problem
             remove_archive_files(archive_path); // killed before its search began: nothing to keep
         } else {
             if (state == "finished")
-                return finished("its run had finished");
+                return finished(stopped); // killed after its run ended, before the suite heard of it
             if (budget && used.candidates >= *budget && !used.pending)
                 return finished(fmt::format("its budget of {} candidates is used", *budget));
             if (max_calls && used.calls >= *max_calls)

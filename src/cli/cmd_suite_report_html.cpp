@@ -157,7 +157,8 @@ std::string suite_gpu_use(const SuitePage& page)
                             html_escape(run.value("shard", std::string("0/1"))),
                             html_escape(gpu.value("label", std::string("?"))), html_escape(gpu.value("name", std::string())),
                             std::to_string(gpu.value("problems", int64_t{0})),
-                            suite_percent(gpu.value("busy", 0.0)), suite_percent(gpu.value("held", 0.0)),
+                            suite_percent(gpu.value("busy", 0.0)), suite_percent(gpu.value("search", 0.0)),
+                            suite_percent(gpu.value("held", 0.0)),
                             format_elapsed(gpu.value("window_s", 0.0)),
                             run.value("interrupted", false) ? "interrupted" : ""});
     }
@@ -170,13 +171,15 @@ std::string suite_gpu_use(const SuitePage& page)
                        {"model"},
                        {"problems", SuiteAlign::right},
                        {"busy", SuiteAlign::right},
+                       {"searching", SuiteAlign::right},
                        {"held", SuiteAlign::right},
                        {"while problems remained", SuiteAlign::right},
                        {""}},
                       rows, "data") +
            R"(<p class="caption">Per <code>suite run</code> process and GPU: busy is the time its runs had the GPU )"
-           R"(verifying, timing or profiling (as <code>optimize</code> counts it), held the time a problem's run )"
-           R"(held it (startup included), both over the time from the start until the GPU found no problem left.</p>)";
+           R"(verifying, timing or profiling (as <code>optimize</code> counts it); searching the time their searches )"
+           R"(ran; held the time a problem's run held it, its startup (worker, compiles, baseline timing) and ending )"
+           R"(included; each over the time from the start until the GPU found no problem left.</p>)";
 }
 
 std::string suite_settings(const SuitePage& page)

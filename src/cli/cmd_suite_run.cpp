@@ -135,6 +135,8 @@ SuiteSettings merged_settings(SuiteSettings settings, const SuiteRunOptions& o)
                 fs::path file = fs::absolute(spec.model).lexically_normal();
                 if (!fs::exists(file, ec))
                     fail(ErrorKind::usage, "--model {}: no such file or folder", text);
+                if (!file.has_filename())
+                    file = file.parent_path(); // "replies/" -> "replies"
                 model = "replay:" + file.string() + (fs::is_directory(file, ec) ? "/" : "");
             }
             settings.models.push_back(model);
@@ -164,15 +166,31 @@ ProgressMode progress_mode(const std::string& text)
                                                                  : ProgressMode::automatic;
 }
 
+// True for an empty folder, or one holding only what a suite's creation makes (problems/, runs/,
+// logs/, the manifest, its lock, an atomic write's temporary): another shard starting the same
+// suite at this moment, whose manifest may not be written yet.
+bool holds_only_suite_layout(const fs::path& root)
+{
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+        std::string name = entry.path().filename().string();
+        if (name != "problems" && name != "runs" && name != "logs" && name != "suite.json" &&
+            name.rfind("suite.json.", 0) != 0)
+            return false;
+    }
+    return !ec;
+}
+
 std::string busy_lines(const Json& record)
 {
     std::string text;
     for (const auto& gpu : record.at("gpus"))
-        text += fmt::format("{}: busy {:.0f}% while problems remained ({} of {}), held {:.0f}%, {} problem{}\n",
+        text += fmt::format("{}: busy {:.0f}% while problems remained ({} of {}); searching {:.0f}%, held by a run "
+                            "{:.0f}%; {} problem{}\n",
                             gpu.at("label").get<std::string>(), 100 * gpu.at("busy").get<double>(),
                             format_elapsed(gpu.at("busy_s").get<double>()), format_elapsed(gpu.at("window_s").get<double>()),
-                            100 * gpu.at("held").get<double>(), gpu.at("problems").get<int64_t>(),
-                            gpu.at("problems").get<int64_t>() == 1 ? "" : "s");
+                            100 * gpu.at("search").get<double>(), 100 * gpu.at("held").get<double>(),
+                            gpu.at("problems").get<int64_t>(), gpu.at("problems").get<int64_t>() == 1 ? "" : "s");
     return text;
 }
 
@@ -197,7 +215,7 @@ int run_suite(const SuiteRunOptions& o)
     bool resuming = fs::exists(root / "suite.json", ec);
     if (!resuming && fs::exists(root, ec) && !fs::is_directory(root, ec))
         fail(ErrorKind::usage, "-o {}: exists and is not a folder", o.output);
-    if (!resuming && fs::exists(root, ec) && !fs::is_empty(root, ec))
+    if (!resuming && fs::exists(root, ec) && !holds_only_suite_layout(root))
         fail(ErrorKind::usage, "-o {}: a folder that is not empty and holds no suite (suite.json); choose a new or "
                                "empty folder",
              o.output);
@@ -223,7 +241,9 @@ int run_suite(const SuiteRunOptions& o)
     SuiteFolder folder(root, true);
     size_t added = 0;
     SuiteManifest manifest = folder.update([&](SuiteManifest& m) {
-        m.settings = settings;
+        // Under the manifest's lock: a shard that created the suite meanwhile keeps its settings
+        // where this invocation names none.
+        m.settings = merged_settings(m.settings, o);
         added = add_new_problems(m, found);
     });
     log_info("suite {}: {} problem{} ({} new), {}", root.string(), manifest.problems.size(),

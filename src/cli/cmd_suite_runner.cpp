@@ -42,6 +42,7 @@ double seconds_between(Clock::time_point a, Clock::time_point b)
 // The GPU busy time and model dollars a run archive records so far (zeros while it has none).
 struct ArchiveUse {
     double busy_s = 0;
+    double wall_s = 0;   // the GPU's time in the run's sessions, from its start after the baselines
     double cost_usd = 0;
 };
 
@@ -54,8 +55,10 @@ ArchiveUse read_archive_use(const fs::path& path)
     try {
         Archive archive = Archive::open(path, OpenMode::read_only);
         archive.atomically([&] {
-            for (const auto& gpu : archive.gpu_totals())
+            for (const auto& gpu : archive.gpu_totals()) {
                 use.busy_s += gpu.usage.busy_s;
+                use.wall_s += gpu.usage.wall_s;
+            }
             use.cost_usd = archive.llm_usage_total().cost_usd;
         });
     } catch (const Error& e) {
@@ -118,6 +121,28 @@ void append_to_log(const fs::path& log, const std::string& text)
 
 } // namespace
 
+std::optional<double> suite_cost_cap(const SuiteManifest& manifest, const std::string& id, double total_usd)
+{
+    const SuiteProblem* problem = manifest.find(id);
+    if (!problem)
+        return std::nullopt;
+    double left = total_usd - problem->cost_usd;
+    int64_t waiting = 1; // itself
+    for (const auto& q : manifest.problems) {
+        if (q.id == id)
+            continue;
+        if (q.state == ProblemState::running)
+            left -= q.sessions.empty() ? q.cost_usd : std::max(q.cost_usd, q.sessions.back().cost_cap.value_or(q.cost_usd));
+        else
+            left -= q.cost_usd;
+        waiting += q.state == ProblemState::waiting;
+    }
+    double share = left / static_cast<double>(waiting);
+    if (share < k_min_cost_share_usd)
+        return std::nullopt;
+    return problem->cost_usd + share;
+}
+
 struct SuiteRunner::Active {
     std::string id;
     bool import = false;
@@ -126,7 +151,7 @@ struct SuiteRunner::Active {
     Lane* lane = nullptr;
     std::string command;
     Clock::time_point started;
-    double busy_before = 0;
+    ArchiveUse before;   // what the archive held when this session started
     ArchiveUse now;
     uintmax_t log_offset = 0;
 };
@@ -136,6 +161,7 @@ struct SuiteRunner::Lane {
     std::string label;             // "gpu1"
     Active* active = nullptr;
     double busy_done = 0;          // busy time of its sessions that ended
+    double search_done = 0;        // their searches' time (held less each run's startup and ending)
     double held_done = 0;          // time those sessions held it
     std::optional<double> window_end; // seconds after the start when it found no problem left
     int64_t problems = 0;
@@ -341,7 +367,7 @@ SuiteStatus SuiteRunner::status() const
         if (lane.active) {
             l.problem = lane.active->id;
             l.running_s = seconds_between(lane.active->started, Clock::now());
-            busy += std::max(0.0, lane.active->now.busy_s - lane.active->busy_before);
+            busy += std::max(0.0, lane.active->now.busy_s - lane.active->before.busy_s);
         }
         double window = lane.window_end.value_or(elapsed);
         l.busy = window > 0 ? busy / window : 0;
@@ -405,25 +431,11 @@ bool SuiteRunner::start_run_on(Lane& lane)
             if (!p)
                 fail_runtime("{}: problem {} vanished from the manifest", m_folder.manifest_path().string(), problem.id);
             if (launch.priced && m.settings.max_cost) {
-                double left = *m.settings.max_cost - p->cost_usd;
-                int64_t waiting = 0;
-                for (const auto& q : m.problems) {
-                    if (q.id == p->id) {
-                        ++waiting;
-                        continue;
-                    }
-                    if (q.state == ProblemState::running)
-                        left -= q.sessions.empty() ? q.cost_usd : q.sessions.back().cost_cap.value_or(q.cost_usd);
-                    else
-                        left -= q.cost_usd;
-                    waiting += q.state == ProblemState::waiting;
-                }
-                double share = left / static_cast<double>(std::max<int64_t>(waiting, 1));
-                if (share < k_min_cost_share_usd) {
+                cap = suite_cost_cap(m, p->id, *m.settings.max_cost);
+                if (!cap) {
                     broke = true;
                     return;
                 }
-                cap = p->cost_usd + share;
             }
             session.cost_cap = cap;
             p->state = ProblemState::running;
@@ -448,8 +460,8 @@ bool SuiteRunner::start_run_on(Lane& lane)
         append_to_log(log, fmt::format("\n== kforge suite, {}: {} {} ==\n", format_local_time(epoch_now()),
                                        m_config.kforge, join(args, " ")));
         active->log_offset = file_size_or_zero(log);
-        active->busy_before = read_archive_use(m_folder.resolve(problem.archive)).busy_s;
-        active->now.busy_s = active->busy_before;
+        active->before = read_archive_use(m_folder.resolve(problem.archive));
+        active->now = active->before;
         ChildSpec spec{m_config.kforge, args, {{"KFORGE_MPI", "off"}},
                        m_folder.root() / "logs" / (problem.id + ".out"), log};
         try {
@@ -529,9 +541,11 @@ void SuiteRunner::end_run(Active& active)
     const SuiteProblem* before = m_manifest.find(active.id);
     fs::path log = m_folder.resolve(before->log);
     active.now = read_archive_use(m_folder.resolve(before->archive));
-    double busy = std::max(0.0, active.now.busy_s - active.busy_before);
+    double busy = std::max(0.0, active.now.busy_s - active.before.busy_s);
+    double search = std::max(0.0, active.now.wall_s - active.before.wall_s);
     double held = seconds_between(active.started, Clock::now());
     lane.busy_done += busy;
+    lane.search_done += search;
     lane.held_done += held;
     int code = active.child.exit_code();
     ProblemState state = ProblemState::failed;
@@ -562,6 +576,7 @@ void SuiteRunner::end_run(Active& active)
             session.exit_code = code;
             session.exit = active.child.exit_description();
             session.busy_s = busy;
+            session.search_s = search;
         }
     });
     active.claim.release(); // only now: the manifest says how it ended
@@ -637,20 +652,24 @@ Json SuiteRunner::run_record() const
     Json gpus = Json::array();
     double elapsed = m_start == Clock::time_point{} ? 0 : since_start();
     for (const auto& lane : m_lanes) {
-        double busy = lane.busy_done, held = lane.held_done;
+        double busy = lane.busy_done, search = lane.search_done, held = lane.held_done;
         if (lane.active) {
-            busy += std::max(0.0, lane.active->now.busy_s - lane.active->busy_before);
+            busy += std::max(0.0, lane.active->now.busy_s - lane.active->before.busy_s);
+            search += std::max(0.0, lane.active->now.wall_s - lane.active->before.wall_s);
             held += seconds_between(lane.active->started, Clock::now());
         }
         double window = lane.window_end.value_or(elapsed);
+        auto share = [window](double part) { return window > 0 ? std::min(1.0, part / window) : 0.0; };
         gpus.push_back(Json{{"index", lane.gpu.index},
                             {"label", lane.label},
                             {"name", lane.gpu.facts.name},
                             {"busy_s", busy},
+                            {"search_s", search},
                             {"held_s", held},
                             {"window_s", window},
-                            {"busy", window > 0 ? busy / window : 0.0},
-                            {"held", window > 0 ? std::min(1.0, held / window) : 0.0},
+                            {"busy", share(busy)},
+                            {"search", share(search)},
+                            {"held", share(held)},
                             {"problems", lane.problems}});
     }
     return Json{{"token", m_token},

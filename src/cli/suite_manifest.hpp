@@ -56,6 +56,7 @@ struct ProblemSession {
     std::optional<int> exit_code;  // 128 + N when killed by signal N
     std::string exit;              // "exited with status 0"
     double busy_s = 0;             // GPU busy time the run recorded in this session
+    double search_s = 0;           // of its time held, how long the search ran (after the run's startup)
     std::optional<double> cost_cap; // the --max-cost it was given (dollars, whole run)
 
     Json to_json() const;

@@ -43,6 +43,12 @@
 
 namespace kforge {
 
+// The --max-cost cap of problem `id`'s next session (dollars, over its whole run): what it has
+// spent plus an equal share, among it and every waiting problem, of what the suite's `total_usd`
+// leaves after every other problem's spending (or, while it runs, its session's cap). nullopt when
+// the share is below a cent: the problem cannot usefully run.
+std::optional<double> suite_cost_cap(const SuiteManifest& manifest, const std::string& id, double total_usd);
+
 struct SuiteRunConfig {
     std::string kforge;              // the kforge binary the children run
     std::vector<VisibleGpu> gpus;    // the GPUs this process uses, one child each
@@ -67,8 +73,11 @@ public:
     // skipped), 1 (some failed) or 130 (interrupted).
     int run();
     // This process's record: {"host", "pid", "shard", "started_at", "ended_at", "interrupted",
-    // "problems_done", "gpus": [{"index", "label", "busy_s", "held_s", "window_s", "busy", "held",
-    // "problems"}]}, also kept in the manifest's "runs".
+    // "problems_done", "gpus": [{"index", "label", "name", "busy_s", "search_s", "held_s",
+    // "window_s", "busy", "search", "held", "problems"}]}, also kept in the manifest's "runs". Per
+    // GPU: busy is the runs' measuring time, search the time their searches ran (a run's startup,
+    // its baselines included, and its ending are not search), held the time a run held the GPU;
+    // each share is over window_s, the time until the GPU found no problem left.
     Json run_record() const;
 
 private:
