@@ -150,6 +150,8 @@ void Workspace::clear()
 {
     m_tensors.clear();
     m_references.clear();
+    m_reference_last_use.clear();
+    m_reference_bytes = 0;
     m_csr_cache.clear();
     m_program_inputs.clear();
     m_shape = nullptr;
@@ -311,7 +313,36 @@ void Workspace::keep_reference(const Shape& shape, int trial, ReferenceOutputs r
         }
         ref.tolerance[name] = {atol, rtol};
     }
-    m_references[reference_key(shape, trial)] = std::move(ref);
+    std::string key = reference_key(shape, trial);
+    for (const auto& [name, out] : ref.outputs)
+        m_reference_bytes += out.bytes();
+    m_references[key] = std::move(ref);
+    touch_reference(key);
+    evict_references(key);
+}
+
+void Workspace::touch_reference(const std::string& key) { m_reference_last_use[key] = ++m_use_clock; }
+
+void Workspace::evict_references(const std::string& keep)
+{
+    if (m_reference_budget == 0) {
+        size_t free_bytes = 0, total = 0;
+        KF_CU_CHECK(driver().cuMemGetInfo(&free_bytes, &total));
+        m_reference_budget = total / 4;
+    }
+    while (m_reference_bytes > m_reference_budget && m_references.size() > 1) {
+        auto oldest = m_reference_last_use.end();
+        for (auto it = m_reference_last_use.begin(); it != m_reference_last_use.end(); ++it)
+            if (it->first != keep && (oldest == m_reference_last_use.end() || it->second < oldest->second))
+                oldest = it;
+        if (oldest == m_reference_last_use.end())
+            return;
+        auto entry = m_references.find(oldest->first);
+        for (const auto& [name, out] : entry->second.outputs)
+            m_reference_bytes -= out.bytes();
+        m_references.erase(entry);
+        m_reference_last_use.erase(oldest);
+    }
 }
 
 std::map<std::string, TensorData, std::less<>>& Workspace::prepare(const Shape& shape, int trial)
@@ -414,9 +445,11 @@ void Workspace::write_program_outputs()
     m_program->prepare(*m_shape, input_seed(*m_shape, m_trial), ProgramOutputs::program, locations);
 }
 
-const ReferenceOutputs& Workspace::reference(const Shape& shape, int trial) const
+const ReferenceOutputs& Workspace::reference(const Shape& shape, int trial)
 {
-    return m_references.at(reference_key(shape, trial));
+    std::string key = reference_key(shape, trial);
+    touch_reference(key);
+    return m_references.at(key);
 }
 
 void Workspace::reset_outputs(uint64_t poison_seed)
@@ -466,6 +499,9 @@ std::string Workspace::check_reference_integrity(const Shape& shape, int trial)
         return "";
     for (const auto& [name, out] : it->second.outputs) {
         if (m_kernels.checksum(out.get(), m_tensors.at(name).bytes) != it->second.checksums.at(name)) {
+            for (const auto& [each, memory] : it->second.outputs)
+                m_reference_bytes -= memory.bytes();
+            m_reference_last_use.erase(it->first);
             m_references.erase(it);
             return fmt::format("changed memory outside its own buffers (kforge's reference copy of '{}')", name);
         }

@@ -79,7 +79,7 @@ public:
     // Loads `shape` at `trial`: allocates buffers if the shape is new, generates the inputs, and
     // computes (or reuses) the reference outputs. Returns the candidate-facing tensors.
     std::map<std::string, TensorData, std::less<>>& prepare(const Shape& shape, int trial);
-    const ReferenceOutputs& reference(const Shape& shape, int trial) const;
+    const ReferenceOutputs& reference(const Shape& shape, int trial);
     // The tensors of the loaded shape, as the last prepare() left them.
     std::map<std::string, TensorData, std::less<>>& prepare_view() { return m_tensors; }
 
@@ -126,6 +126,15 @@ private:
     int m_trial = -1;
     std::map<std::string, TensorData, std::less<>> m_tensors;
     std::map<std::string, ReferenceOutputs, std::less<>> m_references; // key: shape label + trial
+    // Expected outputs are kept for reuse up to a share of the device's memory, least recently
+    // used first out: a task whose outputs are gigabytes (KernelBench's sizes) must not fill the
+    // GPU with copies for every (shape, trial). An evicted one is computed again when needed.
+    uint64_t m_reference_budget = 0;
+    uint64_t m_reference_bytes = 0;
+    uint64_t m_use_clock = 0;
+    std::map<std::string, uint64_t, std::less<>> m_reference_last_use;
+    void touch_reference(const std::string& key);
+    void evict_references(const std::string& keep);
     std::map<std::string, DeviceMemory, std::less<>> m_csr_cache;      // key: shape label + trial + arg
     // PyTorch-program tasks: the program's inputs of small (shape, trial)s, kept so that the many
     // runs on test shapes need no round trip to the program. Key: shape label + trial + arg.

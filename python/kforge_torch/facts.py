@@ -28,6 +28,7 @@ class Runner:
     def __init__(self, problem_file, device):
         self.file, self.device = problem_file, device
         self.own, self.full_runs = {}, {}
+        self.last_failure = ""  # why the last shape that failed did, for the import's error
 
     @staticmethod
     def key(sizes):
@@ -36,7 +37,8 @@ class Runner:
     def works(self, sizes):
         try:
             run = run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device, fp64=False)
-        except ProblemError:
+        except ProblemError as e:
+            self.last_failure = str(e)
             return False
         self.own[self.key(sizes)] = run
         return not run.layout.has_empty_dim()
@@ -47,7 +49,8 @@ class Runner:
             return False
         try:
             run = self.full(sizes)
-        except ProblemError:
+        except ProblemError as e:
+            self.last_failure = str(e)
             return False
         return checkable(run.outputs, run.outputs64)
 
@@ -100,7 +103,8 @@ def import_problem(path, symbols=None, device="cpu"):
     file_values = {s: module_vars[s] for s in symbols}
 
     runner = Runner(problem_file, device)
-    planner = ShapePlanner(evaluator, symbols, file_values, runner.works, runner.checkable)
+    planner = ShapePlanner(evaluator, symbols, file_values, runner.works, runner.checkable,
+                           why=lambda: runner.last_failure)
     if symbols:
         tests = planner.tests()
     else:

@@ -101,8 +101,9 @@ class ShapePlanner:
     runs there (the importer runs the real forward), `checkable(sizes)` whether it also gives outputs a
     relative tolerance can check (the tiny shape must)."""
 
-    def __init__(self, evaluator, symbols, file_values, works, checkable=None):
+    def __init__(self, evaluator, symbols, file_values, works, checkable=None, why=None):
         self.evaluator, self.symbols = evaluator, list(symbols)
+        self.why = why or (lambda: "")
         self.file_values = {s: file_values[s] for s in symbols}
         self.works = works
         self.checkable = checkable or works
@@ -162,8 +163,10 @@ class ShapePlanner:
         """[tiny, about 2^20, about 2^16] elements in the largest tensor; ProblemError when none works."""
         big = self._first_working(TEST_ELEMENTS[0], 1, [], self._check_test)
         if big is None:
+            reason = self.why()
             raise ProblemError("the program fails at every scaled-down test shape tried ("
-                               + "; ".join(label(v) for v in self.failures[:4]) + ")")
+                               + "; ".join(label(v) for v in self.failures[:4]) + ")"
+                               + (f"; the last failure: {reason}" if reason else ""))
         # the second test shape takes the odd values just below (2^k - 1 where the first has 2^k + 1)
         small = self._first_working(TEST_ELEMENTS[1], 8, [big], self._check_test, first_n=1) or big
         shapes = [self.tiny(small)]

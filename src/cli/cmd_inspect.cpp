@@ -248,12 +248,17 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
             fail_input("{}: no candidate {} (the archive holds {})", archive.path().string(),
                        *options.lineage, archive.candidate_count());
         Json lineage = Json::array();
-        for (const auto& summary : chain)
-            lineage.push_back(summary_json(summary));
+        for (const auto& summary : chain) {
+            Json row = summary_json(summary);
+            auto plan = archive.candidate_plan(summary.id);
+            row["plan"] = plan ? plan_json(*plan) : Json();
+            lineage.push_back(row);
+        }
         report["lineage"] = lineage;
     }
     if (options.grid)
         report["grid"] = grid_section(archive);
+    report["techniques"] = techniques_section(archive);
     return report;
 }
 

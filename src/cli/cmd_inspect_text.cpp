@@ -233,13 +233,25 @@ std::string lineage_block(const Json& lineage)
                      {"verdict"},
                      {"fitness", Align::right},
                      {"params"},
+                     {"plan"},
                      {"note"}});
     for (const auto& row : lineage)
         table.add_row({id_text(row["id"]), std::to_string(row["generation"].get<int>()),
                        std::to_string(row["island"].get<int>()), str(row["origin"]),
                        str(row["verdict"]), format_fitness(row["fitness"]),
-                       format_params(row["params"]), str(row["note"])});
-    return out + table.render();
+                       format_params(row["params"]), plan_summary_text(row.value("plan", Json())),
+                       str(row["note"])});
+    out += table.render();
+    // Each plan's steps under the table, so the chain reads as what was planned and what it did.
+    for (const auto& row : lineage) {
+        const Json& plan = row.value("plan", Json());
+        if (plan.is_null() || plan["status"] == "failed")
+            continue;
+        out += fmt::format("  plan of {}: {}\n", id_text(row["id"]), plan_summary_text(plan));
+        for (size_t i = 0; i < plan["steps"].size(); ++i)
+            out += fmt::format("    {}. {}\n", i + 1, plan["steps"][i].get<std::string>());
+    }
+    return out;
 }
 
 } // namespace
@@ -253,6 +265,8 @@ std::string render_inspect_text(const Json& report)
                                       render_gpus_text(report["gpus"])};
     if (report.contains("grid"))
         sections.push_back(render_grid_text(report["grid"]));
+    if (report.contains("techniques") && report["techniques"]["plans"].get<int64_t>() > 0)
+        sections.push_back(render_techniques_text(report["techniques"]));
     if (report.contains("lineage"))
         sections.push_back(lineage_block(report["lineage"]));
     if (report.contains("calls"))

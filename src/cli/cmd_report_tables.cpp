@@ -174,14 +174,14 @@ std::string render_lineage(const ReportData& data)
     std::vector<TextTable::Column> columns{{"id", Align::right}, {"generation", Align::right},
                                            {"island", Align::right}, {"origin"},
                                            {"verdict"}, {"fitness", Align::right},
-                                           {"params"}, {"note"}};
+                                           {"params"}, {"plan"}, {"note"}};
     std::vector<std::vector<std::string>> rows;
     size_t n = chain.size();
     for (size_t k = 0; k < n; ++k) {
         size_t i = n - 1 - k; // oldest first: the page reads top to bottom
         if (n > 2 * k_lineage_ends && k == k_lineage_ends) {
             rows.push_back({"", "", "", "", "", "",
-                            fmt::format("<i>{} more ancestors</i>", n - 2 * k_lineage_ends), ""});
+                            fmt::format("<i>{} more ancestors</i>", n - 2 * k_lineage_ends), "", ""});
             k = n - k_lineage_ends - 1;
             continue;
         }
@@ -193,6 +193,7 @@ std::string render_lineage(const ReportData& data)
                         verdict_badge(row["verdict"].get<std::string>()),
                         html_escape(format_fitness(row["fitness"])),
                         html_escape(format_params(row["params"])),
+                        html_escape(plan_summary_text(row.value("plan", Json()))),
                         html_escape(row["note"].get<std::string>())});
     }
     return fmt::format(R"(<h3>Lineage of the best ({} candidates from the oldest ancestor to the best)</h3>)",

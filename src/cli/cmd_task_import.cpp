@@ -1,4 +1,5 @@
-// `kforge task import PROBLEM.py [-o SPEC.json] [--name N] [--symbols a,b] [--time-limit S] [--force]`:
+// `kforge task import PROBLEM.py [-o SPEC.json] [--name N] [--symbols a,b] [--time-limit S] [--device cpu|cuda]
+// [--force]`:
 // a PyTorch program in KernelBench form becomes a task (docs/torch-tasks.md).
 //
 // The program runs only in a child process (python/kforge_torch/importer.py under the python3 that
@@ -33,6 +34,7 @@ struct TaskImportOptions {
     std::string name;
     std::string symbols;
     double time_limit_s = 600;
+    std::string device = "cpu";
     bool force = false;
 };
 
@@ -45,6 +47,7 @@ Json run_importer(const TaskImportOptions& options, const fs::path& problem)
     std::vector<std::string> args{"-m", "kforge_torch.importer", problem.string()};
     if (!options.symbols.empty())
         args.insert(args.end(), {"--symbols", options.symbols});
+    args.insert(args.end(), {"--device", options.device});
     auto limit = std::chrono::milliseconds(static_cast<int64_t>(options.time_limit_s * 1000));
     log_info("importing {} with {} (torch {})", problem.string(), python.executable, python.torch_version);
     CaptureResult run = run_captured(python.executable, args, python.env(), limit);
@@ -56,8 +59,14 @@ Json run_importer(const TaskImportOptions& options, const fs::path& problem)
         fail_input("{}: the program did not finish importing within its {:.0f} s limit (--time-limit): a size or a "
                    "constructor that is too slow to run on a CPU?",
                    problem.string(), options.time_limit_s);
-    if (!said.empty())
-        fail_input("{}: {}", problem.string(), said);
+    if (!said.empty()) {
+        // A CPU build of PyTorch lacks some kernels in reduced dtypes (fp16 softmax before 2.1).
+        bool cpu_kernel_missing = options.device == "cpu" && said.find("not implemented for") != std::string::npos;
+        fail_input("{}: {}{}", problem.string(), said,
+                   cpu_kernel_missing ? " (PyTorch's CPU kernels lack this: import on a machine with a GPU with "
+                                        "--device cuda)"
+                                      : "");
+    }
     if (run.exit_code != 0 || !facts.is_object()) {
         std::string err = trim(run.err);
         if (err.size() > 2000)
@@ -136,6 +145,9 @@ void add_task_import_command(CLI::App& task, CommandSlot& slot)
     cmd->add_option("--symbols", options->symbols,
                     "the module variables that are sizes, comma-separated (default: the ints that shape the inputs)");
     cmd->add_option("--time-limit", options->time_limit_s, "seconds the import may take")->capture_default_str();
+    cmd->add_option("--device", options->device, "where the import's checking forwards run")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
     cmd->add_flag("--force", options->force, "replace an existing spec");
     cmd->callback([options, &slot] { slot = [options] { return run_task_import(*options); }; });
 }

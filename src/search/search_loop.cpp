@@ -87,6 +87,7 @@ void SearchLoop::start()
                      m_services.knowledge->path().string());
     }
     m_lessons = m_archive.lessons();
+    start_techniques();
     m_verdicts = m_archive.verdict_counts();
     LlmUsage spent = m_archive.llm_usage_total(); // model calls only, not the builtin proposer's
     m_ledger.start(spent.calls, spent.cost_usd);
@@ -215,7 +216,7 @@ bool SearchLoop::leaving_now() const
         return false;
     // Items are recorded in order: once the oldest cannot finish, nothing after it can be recorded.
     const Flight& head = m_flights.begin()->second;
-    return Clock::now() >= *m_interrupt_deadline || head.interrupted || !head.dispatched;
+    return Clock::now() >= *m_interrupt_deadline || head.interrupted || !head.dispatched || head.phase2_held;
 }
 
 void SearchLoop::finish()
