@@ -170,8 +170,8 @@ TEST_CASE("an imported PyTorch suite with recorded replies survives kill -9 and 
     fs::path torch = fixtures_dir() / "torch";
     std::vector<std::string> args{"suite", "run", (torch / "quick_gelu.py").string(), (torch / "sum_squares.py").string(),
                                   bundled_task("axpy_f32"), bundled_task("transpose_f32"), "-o", root.string(),
-                                  "--model", "replay:" + (torch / "replies").string() + "/", "--no-knowledge",
-                                  "--progress", "lines"};
+                                  "--model", "replay:" + (torch / "replies").string() + "/", "--time", "20s",
+                                  "--no-knowledge", "--progress", "lines"};
     kill_and_resume(root, args, {"KFORGE_SIMULATE_GPUS=3"});
     SuiteManifest m = *suite_manifest_now(root);
     const SuiteProblem* gelu = m.find("quick_gelu");
