@@ -4,7 +4,7 @@
 Phases, each reporting every point it reaches and never stopping at the first failure:
   compile  `kforge eval --compile-only --json` of every seed of hgemm_bf16 and sgemm_f32 (all their
            param points): NVRTC verdict, registers, spill bytes, static shared memory per point.
-  points   every param point of the new seeds (hgemm_bf16/seed_ws_persistent,
+  points   every param point of the new seeds (hgemm_bf16/seed_ws_tma and seed_ws_persistent,
            sgemm_f32/seed_frag_pipeline), each pinned in its own copy of the seed, plus one known
            point of each older seed as a same-run baseline, through `kforge eval --held-out --json`:
            verdict (correct on the tests and held-out shapes, which include non-multiples of every
@@ -66,7 +66,7 @@ def new_seed_points(task):
     """The new seed's points, duplicates (same effective config) left out, most promising first."""
     if task == "hgemm_bf16":
         seen, points = set(), []
-        for p in all_points(task, "seed_ws_persistent"):
+        for p in all_points(task, "seed_ws_tma"):
             key = tuple(sorted(ws_effective(p).items()))
             if key not in seen:
                 seen.add(key)
@@ -74,7 +74,8 @@ def new_seed_points(task):
         # 128x256 first (cuBLAS's usual Hopper tile), then 256x128, then 128x128.
         order = {1: 0, 2: 1, 0: 2}
         points.sort(key=lambda p: (order[p["TILE"]], -p["STAGES"], p["GROUP_M"]))
-        return [("seed_ws_persistent", p) for p in points]
+        # Both warp-specialised seeds share params: TMA and cp.async producers point by point.
+        return [(seed, p) for p in points for seed in ("seed_ws_tma", "seed_ws_persistent")]
     points = all_points(task, "seed_frag_pipeline")
     points.sort(key=lambda p: (p["BK"], p["LM"], p["GROUP_M"]))
     return [("seed_frag_pipeline", p) for p in points]
@@ -196,6 +197,8 @@ def phase_points(results):
     for task in TASKS:
         new = new_seed_points(task)
         queues.append([(task, s, p) for s, p in new[:2] + OLD_POINTS[task] + new[2:]])
+    # A shorter queue (sgemm) would otherwise leave the longer one's tail for last; that is the
+    # intent: the most promising points of both tasks run before anyone's tail.
     runlist = [q[i] for i in range(max(map(len, queues))) for q in queues if i < len(q)]
     emit(f"== points: kforge eval --held-out, one pinned param point per run "
          f"({len(runlist)} points, budget {points_budget:.0f} s) ==")

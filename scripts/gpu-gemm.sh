@@ -3,7 +3,8 @@
 # and what do the profiles say. One call of about 7-8 minutes with the defaults; binaries carried
 # in .gpu/ by scripts/pack-gpu.sh. The work is scripts/gpu-gemm.py (its docstring lists the phases):
 #   compile  NVRTC verdict, registers and spills of every param point of every GEMM seed;
-#   points   every param point of hgemm_bf16/seed_ws_persistent and sgemm_f32/seed_frag_pipeline,
+#   points   every param point of hgemm_bf16/seed_ws_tma and seed_ws_persistent and of
+#            sgemm_f32/seed_frag_pipeline (duplicates after STAGES clamping left out),
 #            pinned one by one, plus one point of each older seed as a same-run baseline, through
 #            `kforge eval --held-out` (tests and held-out shapes, confirmation timing against the
 #            reference and cuBLAS), best guesses first, until POINTS_BUDGET_S (default 200);

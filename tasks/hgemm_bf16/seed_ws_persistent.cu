@@ -36,10 +36,9 @@
 //   pipeline's slots because the producer is already filling those with the next tile; it is
 //   small (18 KB) so that 4 stages of a 48 KB stage (128x256 or 256x128) still fit.
 //
-// Not here (yet), and why: TMA (cp.async.bulk.tensor) needs a CUtensorMap built on the host, and
-// the candidate contract has no host code; TMA multicast across a cluster needs TMA too. With a
-// tensor-map launch argument in the plan, the producer would shrink to one elected thread issuing
-// two bulk copies per stage (expect_tx on the full barrier) into the same swizzled layout.
+// seed_ws_tma.cu is the same kernel with TMA loads (tensor maps built by kforge from the plan):
+// the producer shrinks to one thread issuing two bulk copies per stage. This cp.async version
+// needs no tensor map, so it also runs where one cannot be built.
 //
 // Tails: M, N and K are multiples of 16 but not of the tile sizes. Copies of rows past M or N, or
 // of 16-byte chunks past K, use cp.async's zero fill (the MMA adds zeros); the epilogue stores
