@@ -8,7 +8,7 @@
 //   a block-wide barrier every K step; split roles let the copies run STAGES steps ahead with no
 //   __syncthreads at all, and the tensor cores see a steady stream of ready stages.
 // - Registers: 384 threads x 168 registers fill one SM's 64 K; the consumers' 128 accumulators
-//   (128x256 or 256x128) fit in 168 without spills (ptxas: 154). CUTLASS moves registers from the
+//   (128x256 or 256x128) fit in 168 without spills (ptxas: 155). CUTLASS moves registers from the
 //   producer to the consumers with setmaxnreg (40 / 232); under this toolkit's ptxas that made the
 //   consumer code spill 150-600 bytes, so it is left out until a tile needs more than 168.
 // - An mbarrier pipeline of STAGES shared-memory slots. Each slot has a "full" barrier (the

@@ -22,10 +22,12 @@
 //   compute loop reads A as float4 along m.
 // - Grouped tile order: the 1-D grid walks GROUP_M tile rows column by column, so the blocks
 //   resident at one time share A and B panels in L2.
-// - Occupancy: BK 8 needs 127-128 registers, so two 256-thread blocks share an SM (16 warps hide
-//   barrier and load latency). BK 16 halves the barriers per FFMA but its register staging needs
-//   155 registers (capped at 128 it spills 80 bytes), so it runs one block per SM and relies on
-//   the two pipelines for latency hiding. Which wins on H100 is what the sweep answers.
+// - Occupancy: one 256-thread block (8 warps) per SM. The second fragment set costs 16 registers:
+//   the kernel wants 147 (BK 8) or 159 (BK 16), and capped at 128 for two blocks per SM it spills
+//   (16 bytes at BK 8 under NVRTC). Latency is hidden by the two pipelines and the 64 independent
+//   FFMAs per step instead of by more warps, as in CUTLASS's large-tile SIMT kernels. BK 16 halves
+//   the barriers per FFMA; which BK wins on H100 is what the sweep answers. If both trail
+//   seed_warptile (two blocks per SM, no fragment double buffering), occupancy mattered more.
 //
 // Tails: M, N and K are multiples of 16; BK (8 or 16) divides K. Rows of A past M and columns of B
 // past N are loaded from clamped addresses (the last row / the last float4 of the row): they only
@@ -33,7 +35,7 @@
 // and per float4 column group (N % 4 == 0). int indices suffice (each matrix < 2^31 elements).
 //
 // Tuning notes: `kforge eval --profile` of the best point; FFMA-bound means SM throughput near
-// 90%+ and achieved occupancy near 25% (BK 8: 16 warps of 64) or 12.5% (BK 16); DRAM throughput well under 50% at these
+// 90%+ at an achieved occupancy near 12.5% (8 warps of 64); DRAM throughput well under 50% at these
 // shapes (a higher figure means GROUP_M is too small for L2 reuse).
 /* kforge:plan
 { "params": {"BN": [128], "BK": [8, 16], "LM": [4, 8], "GROUP_M": [8, 16]},
@@ -54,7 +56,7 @@
 #define A_PER_THREAD (A_VECS / THREADS)
 #define B_PER_THREAD (B_VECS / THREADS)
 // BN 256 (512 threads) would leave A with half a float4 per thread at BK 8; the other seeds cover it.
-#define BLOCKS_PER_SM (BK == 8 ? 2 : 1)
+#define BLOCKS_PER_SM 1
 
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 sgemm_frag_pipeline(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
@@ -82,24 +84,25 @@ sgemm_frag_pipeline(const float* __restrict__ A, const float* __restrict__ B, fl
 
     // Global loads of one K tile: slot s of a thread is float4 v = tid + s * THREADS. A: tile row
     // v / (BK / 4), k offset (v % (BK / 4)) * 4. B: tile row (k) v / (BN / 4), column (v % (BN / 4)) * 4.
-    const float* a_src[A_PER_THREAD];
+    // 32-bit element offsets (every matrix has fewer than 2^31 elements) keep the staging cheap in
+    // registers: with 64-bit pointers BK 8 spills 16 bytes under its 128-register cap.
+    int a_off[A_PER_THREAD];
 #pragma unroll
     for (int s = 0; s < A_PER_THREAD; ++s) {
         const int v = tid + s * THREADS;
-        a_src[s] = A + (int64_t)min(m0 + v / (BK / 4), M - 1) * K + (v % (BK / 4)) * 4;
+        a_off[s] = min(m0 + v / (BK / 4), M - 1) * K + (v % (BK / 4)) * 4;
     }
     const int b_col = min(n0 + (tid % (BN / 4)) * 4, N - 4);
-    const int b_row = tid / (BN / 4);            // B slots are THREADS / (BN / 4) rows apart
-    const float* b_src = B + (int64_t)b_row * N + b_col;
+    const int b_off = tid / (BN / 4) * N + b_col; // B slots are THREADS / (BN / 4) rows apart
 
     float4 a_stage[A_PER_THREAD], b_stage[B_PER_THREAD];
     auto load_tile = [&](int k0) {
 #pragma unroll
         for (int s = 0; s < A_PER_THREAD; ++s)
-            a_stage[s] = *reinterpret_cast<const float4*>(a_src[s] + k0);
+            a_stage[s] = *reinterpret_cast<const float4*>(A + a_off[s] + k0);
 #pragma unroll
         for (int s = 0; s < B_PER_THREAD; ++s)
-            b_stage[s] = *reinterpret_cast<const float4*>(b_src + (int64_t)(k0 + s * (THREADS / (BN / 4))) * N);
+            b_stage[s] = *reinterpret_cast<const float4*>(B + b_off + (k0 + s * (THREADS / (BN / 4))) * N);
     };
     auto store_tile = [&](int buf) {
         float* as = As + buf * BK * AS_LD;
@@ -180,7 +183,7 @@ sgemm_frag_pipeline(const float* __restrict__ A, const float* __restrict__ B, fl
         for (int h = 0; h < 2; ++h) {
             const int n = n0 + col0 + h * (WTN / 2);
             if (n < N)
-                *reinterpret_cast<float4*>(C + (int64_t)m * N + n) =
+                *reinterpret_cast<float4*>(C + m * N + n) =
                     make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
         }
     }
