@@ -3,7 +3,8 @@
 
 Phases, each reporting every point it reaches and never stopping at the first failure:
   compile  `kforge eval --compile-only --json` of every seed of hgemm_bf16 and sgemm_f32 (all their
-           param points): NVRTC verdict, registers, spill bytes, static shared memory per point.
+           param points): NVRTC verdict, registers, spill bytes, static shared memory per point;
+           and `kforge task check` of both specs (reference correct, bad candidates refused).
   points   every param point of the new seeds (hgemm_bf16/seed_ws_tma and seed_ws_persistent,
            sgemm_f32/seed_frag_pipeline), each pinned in its own copy of the seed, plus one known
            point of each older seed as a same-run baseline, through `kforge eval --held-out --json`:
@@ -145,6 +146,9 @@ def phase_compile():
             cmd = [kf, "eval", spec(task), f"{here}/tasks/{seed}", "--compile-only", "--arch", "sm_90a", "--json"]
             jobs.append((task, name, log, subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                                            stderr=open(log, "w"), text=True)))
+    # The spec check on the GPU: the reference passes, the built-in bad candidates fail.
+    checks = {task: subprocess.Popen([kf, "task", "check", spec(task)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True) for task in TASKS}
     emit(f"  {'task/seed':38} {'params':44} {'ok':4} {'regs':>5} {'spill st/ld':>12} {'smem':>6}  message")
     for task, name, log, proc in jobs:
         try:
@@ -165,6 +169,15 @@ def phase_compile():
             emit(f"  {task + '/' + name:38} {v['params'][:44]:44} {'ok' if v['ok'] else 'NO':4} "
                  f"{res.get('registers', '-'):>5} {spills:>12} {res.get('static_smem_bytes', '-'):>6}  "
                  f"{first_lines(v.get('message', ''))}")
+    for task, proc in checks.items():
+        try:
+            text, _ = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            text = "timed out after 300 s"
+        with open(f"{work}/task-check--{task}.log", "w") as f:
+            f.write(text)
+        emit(f"  kforge task check {task}: rc={proc.returncode}: {first_lines(text.splitlines()[-1] if text else '', 1, 200)}")
 
 
 # ---- points ------------------------------------------------------------------------------------
