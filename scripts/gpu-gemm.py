@@ -89,6 +89,11 @@ OLD_POINTS = {
 }
 
 
+def completed(task, seed, point):
+    """`point` with every param it leaves out at the seed's first value."""
+    return {name: point.get(name, values[0]) for name, values in seed_params(task, seed).items()}
+
+
 def label_of(seed, point):
     return seed + "--" + "-".join(f"{k}{v}" for k, v in sorted(point.items()))
 
@@ -209,7 +214,8 @@ def phase_points(results):
     queues = []
     for task in TASKS:
         new = new_seed_points(task)
-        queues.append([(task, s, p) for s, p in new[:2] + OLD_POINTS[task] + new[2:]])
+        old = [(s, completed(task, s, p)) for s, p in OLD_POINTS[task]]
+        queues.append([(task, s, p) for s, p in new[:2] + old + new[2:]])
     # A shorter queue (sgemm) would otherwise leave the longer one's tail for last; that is the
     # intent: the most promising points of both tasks run before anyone's tail.
     runlist = [q[i] for i in range(max(map(len, queues))) for q in queues if i < len(q)]
