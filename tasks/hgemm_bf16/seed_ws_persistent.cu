@@ -81,6 +81,8 @@
 #define SMEM_BUDGET 231424                      // 227 KB opt-in, less the 1024 alignment slack
 #define FIT_STAGES ((SMEM_BUDGET - EPI_BYTES - 256) / STAGE_BYTES)
 #define NSTAGES (STAGES < FIT_STAGES ? STAGES : FIT_STAGES)
+// SMS only sizes the grid (the plan launches min(tiles, SMS) blocks); the kernel strides by gridDim.x.
+static_assert(SMS >= 1, "SMS is the persistent grid's size: the number of SMs, one block each");
 
 __device__ __forceinline__ uint32_t shared_address(const void* p)
 {
