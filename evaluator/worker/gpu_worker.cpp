@@ -17,6 +17,7 @@
 #include "evaluator/worker/gpu_runner.hpp"
 #include "evaluator/worker/vendor_baseline.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
+#include "util/crash_trace.hpp"
 #include "util/subprocess.hpp"
 
 namespace kforge {
@@ -305,6 +306,7 @@ int run_gpu_worker()
     if (simulated_gpus_requested())
         return run_simulated_gpu_worker();
     ParentChannel channel = ParentChannel::adopt();
+    install_crash_trace("kforge GPU worker");
     std::signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group; the controller decides
     WorkerState state;
     while (auto frame = channel.receive()) {
