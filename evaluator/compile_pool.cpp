@@ -55,9 +55,15 @@ std::string to_frame(const Json& json)
     return std::string(bytes.begin(), bytes.end());
 }
 
+// A frame from the other side of the pipe, never trusted: throws std::invalid_argument naming what
+// is wrong rather than recursing into whatever nesting it claims.
 Json from_frame(const std::string& frame)
 {
-    return Json::from_cbor(std::vector<std::uint8_t>(frame.begin(), frame.end()));
+    std::string problem;
+    std::optional<Json> json = try_parse_cbor(frame, problem);
+    if (!json)
+        throw std::invalid_argument("a compile worker frame is not readable CBOR: " + problem);
+    return std::move(*json);
 }
 
 size_t available_memory_bytes()

@@ -72,6 +72,10 @@ struct CompileResult {
 std::optional<Verdict> screen_source(const Task& task, const std::string& source,
                                      const std::vector<std::string>& plan_kernels);
 
+// "" when `arch` names a real GPU architecture NVRTC can make a CUBIN for (sm_80, sm_90a,
+// sm_100f, ...), otherwise why not. The CLI checks --arch with it (a usage error).
+std::string check_arch_name(std::string_view arch);
+
 // The fixed prelude every candidate sees (fixed-width ints, INFINITY, FLT_MAX, ...), given to NVRTC
 // as a pre-included header so that the candidate's own line numbers stay its own.
 const std::string& candidate_prelude();

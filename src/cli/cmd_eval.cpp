@@ -11,11 +11,13 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/table.hpp"
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "evaluator/compile/compile.hpp"
 #include "evaluator/compile/compile_record.hpp"
+#include "evaluator/compile/launch_args.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/worker/roofline.hpp"
 #include "util/error.hpp"
@@ -93,6 +95,10 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
         request.params = point;
         request.kernels = kernels;
         CompileResult result = pool.compile(request);
+        if (std::string mismatch = check_launch_arguments(task, plan, result); !mismatch.empty())
+            return fail_with(Verdict{VerdictKind::plan_error,
+                                     point.empty() ? mismatch
+                                                   : fmt::format("with {}: {}", describe_param_point(point), mismatch)});
         Json entry{{"params", describe_param_point(point)}, {"ok", result.ok}, {"seconds", result.seconds},
                    {"cache_hit", result.cache_hit}};
         if (!result.ok) {
@@ -255,13 +261,15 @@ void add_eval_command(CLI::App& app, CommandSlot& slot)
     eval->add_option("TASK", options->task_path, "task spec (JSON)")->required();
     eval->add_option("FILE", options->file, "candidate CUDA source (.cu) with a kforge:plan block")->required();
     eval->add_flag("--compile-only", options->compile_only, "only screen and compile (no GPU needed)");
-    eval->add_option("--arch", options->arch, "target arch, e.g. sm_90a (default: the GPU's; sm_90a with --compile-only)");
+    eval->add_option("--arch", options->arch, "target arch, e.g. sm_90a (default: the GPU's; sm_90a with --compile-only)")
+        ->check(gpu_arch());
     eval->add_flag("--quick", options->quick, "quick-screen timing instead of the confirmation standard");
     eval->add_flag("--held-out", options->held_out, "also verify on the task's held-out shapes");
     eval->add_flag("--profile", options->profile, "collect hardware metrics (CUPTI range profiler) on the largest bench shape");
     eval->add_flag("--json", options->json, "print the result as JSON on stdout");
-    eval->add_option("--secret", options->secret, "secret mixed into the input seeds (default 0)");
+    eval->add_option("--secret", options->secret, "secret mixed into the input seeds (default 0)")->check(unsigned_number());
     eval->add_option("--deadline", options->deadline_s, "seconds one run of the plan may take before it is killed")
+        ->check(real_number(0, 3600, true))
         ->capture_default_str();
     eval->callback([options, &slot] { slot = [options] { return run_eval(*options); }; });
 }

@@ -16,6 +16,7 @@
 #include "archive/archive.hpp"
 #include "archive/run_task.hpp"
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/export_code.hpp"
 #include "cli/export_source.hpp"
 #include "cli/table.hpp"
@@ -389,7 +390,8 @@ void add_export_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("ARCHIVE", options->archive_path, "run archive (.kforge)")->required();
     auto* best =
         cmd->add_flag("--best", options->best, "the correct candidate with the highest fitness");
-    auto* id = cmd->add_option("--candidate", *candidate_id, "the candidate with this id");
+    auto* id = cmd->add_option("--candidate", *candidate_id, "the candidate with this id")
+                   ->check(whole_number(1, INT64_MAX));
     best->excludes(id);
     cmd->add_option("-o,--output", options->output, "file to write ('-' for stdout)")->required();
     auto* launcher =

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/inspect_report.hpp"
 #include "cli/table.hpp"
 #include "util/error.hpp"
@@ -264,16 +265,19 @@ void add_inspect_command(CLI::App& app, CommandSlot& slot)
                    "(read-only, also while the run writes)");
     inspect->add_option("ARCHIVE", options->archive_path, "run archive (.kforge)")->required();
     inspect->add_option("--top", options->top, "rows in the top-candidates table")
+        ->check(whole_number(1, 1000000))
         ->capture_default_str();
     inspect->add_flag("--failures", options->failures,
                       "also list recent failures with their messages");
     inspect->add_flag("--calls", options->calls,
                       "also show LLM usage per model and the recent calls");
     auto* lineage =
-        inspect->add_option("--lineage", *lineage_id, "also show the ancestry of candidate ID");
+        inspect->add_option("--lineage", *lineage_id, "also show the ancestry of candidate ID")
+            ->check(whole_number(1, INT64_MAX));
     inspect->add_flag("--grid", options->grid,
                       "also draw each island's MAP-Elites grid as a heatmap of elite fitness");
     inspect->add_option("--limit", options->limit, "rows in the --failures and --calls lists")
+        ->check(whole_number(1, 1000000))
         ->capture_default_str();
     inspect->add_flag("--json", options->json, "print the report as one JSON document");
     inspect->callback([options, lineage_id, lineage, &slot] {
