@@ -84,6 +84,8 @@ public:
 
     // Advances to the next row: true when there is one, false when the statement is done.
     bool step();
+    // Makes the statement ready to run again with new bindings (from the first parameter).
+    void reset();
     // Runs a statement that returns no rows.
     void run();
 

@@ -65,7 +65,10 @@ public:
         // nlohmann reports an overflowing number as out_of_range 406 with no position.
         if (e.id == 406)
             message = fmt::format("the number {} does not fit in a double, at {}",
-                                  truncate_text(last_token, 60), line_and_column(m_text, position));
+                                  last_token.size() <= 40
+                                      ? last_token
+                                      : fmt::format("{}... ({} characters)", last_token.substr(0, 20), last_token.size()),
+                                  line_and_column(m_text, position));
         fail(message);
         return false;
     }
@@ -79,9 +82,11 @@ private:
     std::string path() const
     {
         std::string out;
-        for (const auto& frame : m_open) {
+        for (size_t i = 0; i < m_open.size(); ++i) {
+            const Frame& frame = m_open[i];
+            // An array's open child is already its last element; a scalar being read is not yet one.
             if (frame.value->is_array())
-                out += fmt::format("[{}]", frame.value->size());
+                out += fmt::format("[{}]", frame.value->size() - (i + 1 < m_open.size() ? 1 : 0));
             else if (!frame.key.empty())
                 out += (out.empty() ? "" : ".") + frame.key;
         }

@@ -26,10 +26,10 @@ std::string describe_argument(const Task& task, const Plan& plan, const PlanArg&
     if (arg.value)
         return fmt::format("the expression '{}' as {}", arg.text, dtype_name(arg.dtype));
     if (const ArgSpec* spec = task.find_arg(arg.text))
-        return spec->is_tensor ? fmt::format("tensor '{}' (a pointer)", arg.text)
-                               : fmt::format("scalar '{}' ({})", arg.text, dtype_name(spec->dtype));
+        return spec->is_tensor ? fmt::format("tensor '{}' as a pointer", arg.text)
+                               : fmt::format("scalar '{}' as {}", arg.text, dtype_name(spec->dtype));
     if (std::any_of(plan.scratch.begin(), plan.scratch.end(), [&](const PlanScratch& s) { return s.name == arg.text; }))
-        return fmt::format("scratch buffer '{}' (a pointer)", arg.text);
+        return fmt::format("scratch buffer '{}' as a pointer", arg.text);
     return fmt::format("'{}' as i32", arg.text);
 }
 

@@ -21,6 +21,7 @@
 #include "evaluator/evaluator.hpp"
 #include "evaluator/worker/roofline.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 #include "util/paths.hpp"
 #include "util/text.hpp"
 
@@ -67,10 +68,14 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
     try {
         plan = plan_of(task, source);
         validate_plan(task, plan, find_kernel_names(source));
+        std::vector<ParamPoint> points = enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points));
         for (const auto& shapes : {&task.tests, &task.bench, &task.held_out})
-            for (const auto& shape : *shapes)
-                for (const auto& point : enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points)))
+            for (const auto& shape : *shapes) {
+                if (interrupt_requested())
+                    fail(ErrorKind::interrupted, "interrupted");
+                for (const auto& point : points)
                     resolve_plan(task, plan, shape, point);
+            }
     } catch (const PlanError& e) {
         return fail_with(Verdict{VerdictKind::plan_error, e.what()});
     }
@@ -89,6 +94,8 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
     Json variants = Json::array();
     bool all_ok = true;
     for (const auto& point : enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points))) {
+        if (interrupt_requested())
+            fail(ErrorKind::interrupted, "interrupted");
         CompileRequest request;
         request.source = source;
         request.arch = arch;
@@ -248,7 +255,7 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
 int run_eval(const EvalCommandOptions& options)
 {
     Task task = load_task(options.task_path);
-    std::string source = read_file(options.file);
+    std::string source = read_file(options.file, k_max_source_bytes, "candidate source");
     return options.compile_only ? run_compile_only(task, source, options) : run_full(task, source, options);
 }
 

@@ -335,6 +335,16 @@ ExportFiles build_export(const Archive& archive, const Candidate& candidate,
 
 int run_export(const ExportOptions& options)
 {
+    // Every file this export would write must be a regular file (or new) before anything is read:
+    // a FIFO or a device named by -o is refused, never replaced.
+    if (options.output != "-") {
+        std::filesystem::path cu_path = options.output;
+        output_file_target(cu_path);
+        if (options.host == HostCode::launcher)
+            output_file_target(std::filesystem::path(cu_path).replace_extension(".h"));
+        if (options.host == HostCode::torch)
+            output_file_target(cu_path.parent_path() / (cu_path.stem().string() + "_load.py"));
+    }
     Archive archive = Archive::open(options.archive_path, OpenMode::read_only);
     std::optional<Candidate> candidate;
     if (options.best) {

@@ -98,7 +98,7 @@ int run_propose(const ProposeOptions& options)
     context.hardware = hardware;
     if (!options.parent_path.empty()) {
         CandidateView parent;
-        parent.source = read_file(options.parent_path);
+        parent.source = read_file(options.parent_path, k_max_source_bytes, "kernel source");
         context.parent = parent;
     }
     context.strategy = options.strategy;
