@@ -264,7 +264,8 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
         Json rows = Json::array();
         for (const auto& summary : archive.top_candidates(options.top)) {
             Json row = summary_json(summary);
-            row["times_ns"] = bench_times(archive.measurements(summary.id), labels);
+            row["times_ns"] = readable(damaged, Json::object(),
+                                       [&] { return bench_times(archive.measurements(summary.id), labels); });
             rows.push_back(row);
         }
         return rows;
