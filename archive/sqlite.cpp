@@ -111,7 +111,10 @@ Statement& Statement::bind_text(std::string_view value)
 
 Statement& Statement::bind_json(const Json& value)
 {
-    return bind_text(value.dump());
+    // Text from outside (a model's reply, carried into the next prompt and its record) may hold
+    // bytes that are not UTF-8; nlohmann throws on them by default, which would end the run.
+    // They are stored as U+FFFD instead.
+    return bind_text(value.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 Statement& Statement::bind_null()

@@ -77,7 +77,7 @@ public:
     Statement& bind_int(int64_t value);
     Statement& bind_real(double value);
     Statement& bind_text(std::string_view value);
-    Statement& bind_json(const Json& value);
+    Statement& bind_json(const Json& value); // invalid UTF-8 in strings is stored as U+FFFD
     Statement& bind_null();
     Statement& bind_optional_int(const std::optional<int64_t>& value);
     Statement& bind_optional_real(const std::optional<double>& value);

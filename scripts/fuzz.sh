@@ -6,6 +6,7 @@
 #   scripts/fuzz.sh                   every target, 60 s each
 #   scripts/fuzz.sh -t 600 expr plan  10 minutes each for two targets
 #   scripts/fuzz.sh -t 8              what `./kf test` (ctest entry `fuzz`) runs
+#   scripts/fuzz.sh -n -t 600 reply   no build (one is there): two instances may run side by side
 #
 # Each run starts from the seed corpus in fuzz/corpus/TARGET (never changed) plus what earlier runs
 # found (build/fuzz/corpus/TARGET). A finding (crash, sanitizer report, leak, an input taking more
@@ -16,10 +17,12 @@ set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
 seconds=60
-while getopts "t:" option; do
+build=1
+while getopts "t:n" option; do
     case $option in
     t) seconds=$OPTARG ;;
-    *) echo "usage: scripts/fuzz.sh [-t SECONDS_PER_TARGET] [TARGET...]" >&2; exit 2 ;;
+    n) build=0 ;;
+    *) echo "usage: scripts/fuzz.sh [-n] [-t SECONDS_PER_TARGET] [TARGET...]" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -44,7 +47,7 @@ if command -v ccache >/dev/null; then
     export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
 fi
 jobs=$(nproc)
-if ! { cmake --preset fuzz && cmake --build --preset fuzz -j "$jobs"; } >"$log" 2>&1; then
+if [ $build = 1 ] && ! { cmake --preset fuzz && cmake --build --preset fuzz -j "$jobs"; } >"$log" 2>&1; then
     grep -E 'error|Error' "$log" | head -20 >&2
     echo "fuzz: the build failed (log: $log)" >&2
     exit 1

@@ -129,3 +129,25 @@ TEST_CASE("opening a run to resume it changes nothing until begin_writing, which
 }
 
 } // namespace kforge::test
+
+namespace kforge::test {
+
+TEST_CASE("a call whose prompt carries bytes that are not UTF-8 is stored, not fatal", "[archive][hostile]")
+{
+    // A model's reply with a stray 0xff byte becomes a parent's source, then part of the next prompt.
+    TempDir dir;
+    build_sample_archive(dir / "run.kforge");
+    Archive archive = Archive::open(dir / "run.kforge", OpenMode::write);
+    LlmCallRecord call;
+    call.provider = "openai";
+    call.model = "m";
+    call.purpose = CallPurpose::propose;
+    call.request = {{"messages", {{{"role", "user"}, {"content", std::string("int x = 1; \xff\xfe // parent")}}}}};
+    call.reply = "ok";
+    int64_t id = archive.insert_llm_call(call);
+    auto out = archive.llm_call(id);
+    REQUIRE(out);
+    CHECK_THAT(out->request.dump(), Catch::Contains("int x = 1;") && Catch::Contains("// parent"));
+}
+
+} // namespace kforge::test
