@@ -52,6 +52,9 @@ public:
     bool send(std::string_view frame);
     // Waits up to `timeout` for one whole frame.
     ReceiveStatus receive(std::string& frame, std::chrono::milliseconds timeout);
+    // Waits up to `timeout` until the child has written something (or closed its end); reads
+    // nothing. True when receive() would not wait for the first byte.
+    bool wait_readable(std::chrono::milliseconds timeout) const;
 
     // SIGKILL, then reap. Safe to call on a finished child.
     void kill();

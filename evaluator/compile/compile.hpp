@@ -131,6 +131,11 @@ public:
     CompilePool& operator=(const CompilePool&) = delete;
 
     CompileResult compile(const CompileRequest& request);
+    // Stops serving for good: compiles waiting for a worker and compiles in progress end at once
+    // (their workers killed) with a compile_error saying kforge is stopping; later calls do the
+    // same. For shutdown, when no result will be used: an interrupted session must not wait for
+    // NVRTC to finish work nobody will record. Thread-safe.
+    void cancel();
     size_t workers() const;
     // Worker processes started so far (the initial ones plus every respawn); for tests and logs.
     size_t spawned() const;
