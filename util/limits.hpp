@@ -41,6 +41,13 @@ inline constexpr uint64_t k_max_read_bytes = uint64_t{256} << 20;
 // macro that doubles itself 40 times before NVRTC spends a minute on it.
 inline constexpr uint64_t k_max_macro_tokens = uint64_t{1} << 22;
 
+// Nesting of macro calls inside macro arguments (the bound's expander recurses once per level).
+inline constexpr int k_max_macro_nesting = 200;
+
+// --- frames between kforge's processes (util/subprocess; compile and GPU workers, MPI ranks) ---
+// A frame carries a CUBIN at most; a length prefix above this is a corrupt stream, not an allocation.
+inline constexpr size_t k_max_frame_bytes = size_t{1} << 30;
+
 // --- plans (core/plan) ---
 inline constexpr size_t k_max_plan_params = 8;          // tunable params of one plan
 inline constexpr size_t k_max_param_values = 64;        // values of one param
@@ -51,5 +58,10 @@ inline constexpr size_t k_max_launch_args = 128;        // arguments of one laun
 // --- task specs (core/task) ---
 inline constexpr size_t k_max_shapes_per_list = 1024;   // shapes in each of tests, bench, held_out, stress
 inline constexpr int64_t k_max_launches_limit = 100000; // ceiling of a task's limits.max_launches
+
+// --- the command line (src/cli) ---
+inline constexpr double k_max_budget_count = 1e9;          // --budget, --max-calls
+inline constexpr double k_max_budget_dollars = 1e9;        // --max-cost
+inline constexpr double k_max_session_seconds = 366.0 * 24 * 3600; // --time
 
 } // namespace kforge

@@ -15,12 +15,14 @@
 #include <utility>
 #include <vector>
 
+#include "util/limits.hpp" // k_max_frame_bytes
+
 #include <sys/types.h>
 
 namespace kforge {
 
-// The largest frame either side accepts; a longer length prefix means a corrupt stream.
-inline constexpr size_t k_max_frame_bytes = size_t{1} << 30;
+// The largest frame either side accepts is k_max_frame_bytes (util/limits.hpp); a longer length
+// prefix means a corrupt stream.
 
 struct SpawnSpec {
     std::string executable;                 // absolute path; empty means this very binary

@@ -28,10 +28,6 @@
 namespace kforge {
 namespace {
 
-// Deeper nesting of macro calls inside macro arguments than any real source has; the expansion
-// of arguments recurses once per level.
-constexpr int k_max_argument_nesting = 200;
-
 struct Token {
     int text = 0;     // interned spelling
     int hideset = 0;  // interned set of macros that may not expand this token
@@ -287,9 +283,9 @@ private:
             auto args = take_arguments(pending);
             if (!args)
                 return;
-            if (nesting >= k_max_argument_nesting) {
+            if (nesting >= k_max_macro_nesting) {
                 stop(fmt::format("macro calls are nested more than {} deep in macro arguments",
-                                 k_max_argument_nesting));
+                                 k_max_macro_nesting));
                 return;
             }
             substitute(macro, t, *args, pending, nesting);

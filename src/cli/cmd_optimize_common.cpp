@@ -15,6 +15,7 @@
 #include "agents/provider.hpp"
 #include "evaluator/gpu_remote.hpp"
 #include "util/error.hpp"
+#include "util/limits.hpp"
 #include "util/log.hpp"
 #include "util/paths.hpp"
 #include "util/text.hpp"
@@ -27,10 +28,6 @@ std::chrono::milliseconds to_ms(double seconds)
     return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-// The most a count budget (--budget, --max-calls) or a dollar budget (--max-cost) may be.
-constexpr double k_max_count_budget = 1e9;
-constexpr double k_max_cost_budget = 1e9;
-
 enum class Amount { count, dollars };
 
 // "N" or, where a base exists, "+N" (N more than used so far): a whole number for a count, a
@@ -41,7 +38,7 @@ double parse_amount(const std::string& text, const char* flag, double base, Amou
     bool relative = !body.empty() && body[0] == '+';
     if (relative)
         body = body.substr(1);
-    double bound = kind == Amount::count ? k_max_count_budget : k_max_cost_budget;
+    double bound = kind == Amount::count ? k_max_budget_count : k_max_budget_dollars;
     double value = -1;
     auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), value);
     bool ok = !body.empty() && ec == std::errc() && end == body.data() + body.size() && std::isfinite(value) &&
@@ -172,9 +169,8 @@ double parse_duration(const std::string& text)
     }
     if (!any || !(total > 0))
         fail(ErrorKind::usage, "--time '{}': expected a positive duration such as 90m, 2h or 3600", text);
-    constexpr double k_max_seconds = 366.0 * 24 * 3600;
-    if (total > k_max_seconds)
-        fail(ErrorKind::usage, "--time '{}': at most a year ({:.0f} s)", text, k_max_seconds);
+    if (total > k_max_session_seconds)
+        fail(ErrorKind::usage, "--time '{}': at most a year ({:.0f} s)", text, k_max_session_seconds);
     return total;
 }
 
