@@ -19,10 +19,12 @@ constexpr std::string_view k_call_schema = "kforge.llm_call/1";
 CallPurpose parse_purpose(const JsonReader& field)
 {
     std::string name = field.as_string();
-    for (CallPurpose purpose : {CallPurpose::propose, CallPurpose::repair, CallPurpose::meta_prompt, CallPurpose::analyst})
-        if (call_purpose_name(purpose) == name)
-            return purpose;
-    field.fail(fmt::format("unknown purpose '{}' (known: propose, repair, meta_prompt, analyst)", name));
+    if (auto purpose = parse_call_purpose(name))
+        return *purpose;
+    std::string known;
+    for (CallPurpose purpose : call_purposes())
+        known += (known.empty() ? "" : ", ") + std::string(call_purpose_name(purpose));
+    field.fail(fmt::format("unknown purpose '{}' (known: {})", name, known));
 }
 
 std::string text_of(const Json& content)

@@ -72,6 +72,13 @@ Proposal LlmProposer::propose(const ProposalContext& context, Rng& rng)
         return proposal;
     }
 
+    read_proposal_reply(result, context, provider.spec().max_output_tokens, proposal);
+    return proposal;
+}
+
+void read_proposal_reply(const ChatResult& result, const ProposalContext& context, int64_t max_output_tokens,
+                         Proposal& proposal)
+{
     const std::string* parent = context.parent ? &context.parent->source : nullptr;
     ParsedReply parsed = parse_reply(result.record.reply, effective_edit_form(context), parent);
     proposal.note = parsed.note.empty() ? "(no description given)" : parsed.note;
@@ -79,17 +86,16 @@ Proposal LlmProposer::propose(const ProposalContext& context, Rng& rng)
     if (parsed.source && !cut_in_code) {
         proposal.outcome = ProposalOutcome::source;
         proposal.source = std::move(parsed.source);
-        return proposal;
+        return;
     }
     proposal.outcome = ProposalOutcome::no_code;
     std::string message = parsed.problem;
     if (cut_in_code)
         message = fmt::format("The reply was cut off at the output limit of {} tokens before the code was "
                               "complete. Write a shorter reply: no explanations beyond the CHANGE line{}.",
-                              provider.spec().max_output_tokens,
+                              max_output_tokens,
                               context.parent ? ", and consider SEARCH/REPLACE edits instead of the whole file" : "");
     proposal.failure = {VerdictKind::no_code, message};
-    return proposal;
 }
 
 } // namespace kforge

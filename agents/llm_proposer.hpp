@@ -33,4 +33,10 @@ private:
     std::vector<std::unique_ptr<std::atomic<int>>> m_trim; // per provider: the PromptTrim in force
 };
 
+// Reads a successful call's reply into `proposal` (outcome, source, note, failure): a source, or a
+// no_code verdict saying what was wrong (a reply cut off at `max_output_tokens` inside its code says
+// so). Shared by the two-phase step's coder (plan_code.hpp).
+void read_proposal_reply(const ChatResult& result, const ProposalContext& context, int64_t max_output_tokens,
+                         Proposal& proposal);
+
 } // namespace kforge

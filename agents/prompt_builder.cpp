@@ -23,7 +23,8 @@ std::string render_task(const PromptLibrary& library, const ProposalContext& con
                            {"roofline", describe_roofline(task, context.hardware)},
                            {"default_plan", describe_default_plan(task)},
                            {"forbidden", describe_forbidden(task)},
-                           {"reference_source", task.reference.source}});
+                           {"reference_source", task.is_torch() ? "" : task.reference.source},
+                           {"program_source", task.is_torch() ? task.reference.source : ""}});
 }
 
 std::string render_parent(const PromptLibrary& library, const CandidateView& parent)
@@ -77,15 +78,20 @@ EditForm effective_edit_form(const ProposalContext& context)
     return context.parent ? context.edit_form : EditForm::whole_file;
 }
 
+std::string render_propose_system(const PromptLibrary& library, const Task& task)
+{
+    const Limits& limits = task.limits;
+    return library.render(PromptId::propose_system,
+                          {{"max_threads_per_block", std::to_string(limits.max_threads_per_block)},
+                           {"max_dynamic_smem", std::to_string(limits.max_dynamic_smem)},
+                           {"max_launches", std::to_string(limits.max_launches)},
+                           {"max_param_points", std::to_string(limits.max_param_points)}});
+}
+
 Prompt build_proposal_prompt(const PromptLibrary& library, const ProposalContext& context, PromptTrim trim_level)
 {
-    const Limits& limits = context.task.limits;
     Prompt prompt;
-    prompt.system = library.render(PromptId::propose_system,
-                                   {{"max_threads_per_block", std::to_string(limits.max_threads_per_block)},
-                                    {"max_dynamic_smem", std::to_string(limits.max_dynamic_smem)},
-                                    {"max_launches", std::to_string(limits.max_launches)},
-                                    {"max_param_points", std::to_string(limits.max_param_points)}});
+    prompt.system = render_propose_system(library, context.task);
 
     std::string request;
     if (!context.parent)
@@ -115,6 +121,35 @@ Prompt build_proposal_prompt(const PromptLibrary& library, const ProposalContext
          {"request", request},
          {"reply_format", library.render(format, {})}});
     return prompt;
+}
+
+// The sections other prompts share (the two-phase step's planner and coder prompts).
+
+std::string render_task_section(const PromptLibrary& library, const ProposalContext& context)
+{
+    return render_task(library, context);
+}
+
+std::string render_parent_section(const PromptLibrary& library, const CandidateView& parent)
+{
+    return render_parent(library, parent);
+}
+
+std::string render_lessons_section(const PromptLibrary& library, const std::vector<Lesson>& lessons)
+{
+    return render_lessons(library, lessons);
+}
+
+std::string render_hardware_section(const PromptLibrary& library, const Json& hardware)
+{
+    std::string facts = describe_hardware(hardware);
+    return facts.empty() ? "" : library.render(PromptId::section_hardware, {{"facts", facts}});
+}
+
+std::string render_optional_section(const PromptLibrary& library, PromptId id, const std::string& key,
+                                    const std::string& text)
+{
+    return render_if(library, id, key, text);
 }
 
 } // namespace kforge

@@ -18,7 +18,7 @@ const std::vector<PromptSpec>& prompt_catalog()
          {"lessons", "inspirations", "strategy", "target"}},
         {PromptId::section_task, "section_task.txt",
          {"task_name", "description", "args", "bench_shapes", "checks", "roofline"},
-         {"category", "symbols", "default_plan", "forbidden", "reference_source"}},
+         {"category", "symbols", "default_plan", "forbidden", "reference_source", "program_source"}},
         {PromptId::section_hardware, "section_hardware.txt", {"facts"}, {}},
         {PromptId::section_parent, "section_parent.txt", {"source"},
          {"status", "message", "times", "metrics", "descriptors", "note"}},
@@ -38,6 +38,19 @@ const std::vector<PromptSpec>& prompt_catalog()
         {PromptId::analyst_system, "analyst_system.txt", {}, {}},
         {PromptId::analyst_user, "analyst_user.txt", {"task_name", "diff", "effect"},
          {"category", "description", "parent_note", "child_note"}},
+        {PromptId::plan_system, "plan_system.txt", {}, {}},
+        {PromptId::plan_user, "plan_user.txt", {"task", "menu", "request", "reply_format"},
+         {"hardware", "parent", "stats", "schedules", "lessons", "strategy", "target", "focus"}},
+        {PromptId::section_menu, "section_menu.txt", {"title", "items"}, {"name"}},
+        {PromptId::section_technique_stats, "section_technique_stats.txt", {"rows"}, {"category", "scope"}},
+        {PromptId::section_schedules, "section_schedules.txt", {"schedules"}, {"category"}},
+        {PromptId::section_focus, "section_focus.txt", {"technique"}, {"title", "reason"}},
+        {PromptId::request_plan, "request_plan.txt", {}, {}},
+        {PromptId::reply_plan, "reply_plan.txt", {}, {}},
+        {PromptId::plan_repair, "plan_repair.txt", {"problem", "reply", "reply_format"}, {"menu_ids"}},
+        {PromptId::code_user, "code_user.txt", {"task", "plan", "request", "reply_format"}, {"hardware", "parent"}},
+        {PromptId::section_plan, "section_plan.txt", {"techniques", "steps"}, {"expected", "why"}},
+        {PromptId::request_implement, "request_implement.txt", {}, {}},
     };
     return k_catalog;
 }

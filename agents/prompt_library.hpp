@@ -35,6 +35,18 @@ enum class PromptId {
     meta_user,
     analyst_system,       // distilling a lesson from a parent/child pair
     analyst_user,
+    plan_system,          // two-phase step, phase 1: the planner's role
+    plan_user,            // the planner's prompt: task, parent, menu, statistics, schedules, ...
+    section_menu,         // the task's optimisation menu
+    section_technique_stats, // how each technique has done on this category of tasks
+    section_schedules,    // chains of techniques that worked on earlier tasks
+    section_focus,        // the technique the search suggests
+    request_plan,         // plan the next step
+    reply_plan,           // reply format: the plan as JSON
+    plan_repair,          // one more try at a plan that could not be read
+    code_user,            // phase 2: the coder's prompt: task, parent, plan
+    section_plan,         // the plan the coder implements
+    request_implement,    // implement the plan
 };
 
 struct PromptSpec {

@@ -1,6 +1,7 @@
 // Rendering tasks, hardware facts and candidate results as prompt text; see prompt_sections.hpp.
 #include "agents/prompt_sections.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -69,10 +70,45 @@ std::string describe_args(const Task& task)
         }
         bool in = arg.intent == Intent::in;
         std::string role = in ? "input, must not be modified" : arg.intent == Intent::out ? "output" : "input and output";
-        lines.push_back(fmt::format("- {}: {} tensor {}, row-major, {} (`{}{}* {}`)", arg.name, dtype_name(arg.dtype),
-                                    shape_text(arg.shape), role, in ? "const " : "", cuda, arg.name));
+        std::string line = fmt::format("- {}: {} tensor {}, row-major, {} (`{}{}* {}`)", arg.name, dtype_name(arg.dtype),
+                                       shape_text(arg.shape), role, in ? "const " : "", cuda, arg.name);
+        if (arg.from.kind != ProgramSlot::Kind::none)
+            line += "; " + describe_program_slot(arg.from) + concrete_dims(task, arg);
+        lines.push_back(line);
     }
     return join(lines, "\n");
+}
+
+std::string describe_program_slot(const ProgramSlot& slot)
+{
+    switch (slot.kind) {
+    case ProgramSlot::Kind::input: return fmt::format("the program's input {} (get_inputs()[{}])", slot.index, slot.index);
+    case ProgramSlot::Kind::param: return fmt::format("the model's `{}`", slot.key);
+    case ProgramSlot::Kind::output:
+        return slot.index == 0 ? "what forward() returns (its first output if a tuple)"
+                               : fmt::format("forward()'s output {}", slot.index);
+    case ProgramSlot::Kind::none: break;
+    }
+    return "";
+}
+
+std::string concrete_dims(const Task& task, const ArgSpec& arg)
+{
+    std::vector<std::string> parts;
+    for (const auto& shape : task.bench) {
+        try {
+            ExprScope scope = task.scope_for(shape);
+            std::vector<std::string> dims;
+            for (const auto& dim : arg.shape)
+                dims.push_back(std::to_string(dim.eval_int(scope)));
+            parts.push_back(fmt::format("[{}]", join(dims, ", ")));
+        } catch (const ExprError&) {
+            return "";
+        }
+    }
+    if (parts.empty())
+        return "";
+    return fmt::format(", {} at the bench shape{}", join(parts, " / "), parts.size() == 1 ? "" : "s");
 }
 
 std::string describe_symbols(const Task& task)
@@ -116,15 +152,18 @@ std::string describe_checks(const Task& task)
 
 std::string describe_roofline(const Task& task, const Json& hardware)
 {
-    std::vector<std::string> lines{fmt::format("FLOPs = {}; bytes that must move = {} (peak: {})",
-                                               task.roofline.flops.text(), task.roofline.bytes.text(),
-                                               task.roofline.peak)};
+    bool counted = std::any_of(task.bench.begin(), task.bench.end(), [](const Shape& s) { return s.flops.has_value(); });
+    std::string flops_text = counted ? "counted per shape (below)" : task.roofline.flops.text();
+    if (task.is_torch() && !counted)
+        flops_text = "not counted";
+    std::vector<std::string> lines{fmt::format("FLOPs = {}; bytes that must move = {} (peak: {})", flops_text,
+                                               task.roofline.bytes.text(), task.roofline.peak)};
     double bandwidth = json_number(hardware, "memory_bandwidth_gbps") * 1e9;
     double flop_rate = json_number(hardware, "peak_fp32_tflops") * 1e12;
     for (const auto& shape : task.bench) {
         try {
             ExprScope scope = task.scope_for(shape);
-            double flops = task.roofline.flops.eval_real(scope);
+            double flops = shape.flops ? *shape.flops : task.roofline.flops.eval_real(scope);
             double bytes = task.roofline.bytes.eval_real(scope);
             std::string line = fmt::format("- {}: {:.4g} GFLOP, {} moved", shape.label, flops / 1e9, format_bytes(bytes));
             double floor_s = 0;

@@ -13,8 +13,13 @@
 
 namespace kforge {
 
-// "- x: f32 tensor [M, N], input (const float*)" per argument, in kernel-parameter order.
+// "- x: f32 tensor [M, N], input (const float*)" per argument, in kernel-parameter order; for a
+// PyTorch-program task also what the program makes there and the dims at each bench shape.
 std::string describe_args(const Task& task);
+// "the program's input 0 (get_inputs()[0])", "the model's `gemm.weight`", ...
+std::string describe_program_slot(const ProgramSlot& slot);
+// ", [8192, 16384] at the bench shape": the argument's dims at each bench shape.
+std::string concrete_dims(const Task& task, const ArgSpec& arg);
 // Size symbols with their bounds, and the task's constraints.
 std::string describe_symbols(const Task& task);
 // One line per bench shape. Held-out shapes are never described.

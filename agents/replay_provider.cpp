@@ -2,12 +2,92 @@
 #include "agents/replay_provider.hpp"
 
 #include <algorithm>
+#include <functional>
+
+#include <fmt/format.h>
 
 #include "agents/call_record_json.hpp"
 #include "agents/http_provider.hpp"
 #include "util/log.hpp"
 
 namespace kforge {
+namespace {
+
+// Calls that write a kernel answer each other's requests when no prompt matches (a recording made
+// before the two-phase step, or replies written by hand); plans, lessons and strategy notes answer
+// only their own kind.
+int purpose_family(CallPurpose purpose)
+{
+    switch (purpose) {
+    case CallPurpose::propose:
+    case CallPurpose::repair:
+    case CallPurpose::code: return 0;
+    case CallPurpose::plan: return 1;
+    case CallPurpose::analyst: return 2;
+    case CallPurpose::meta_prompt: return 3;
+    }
+    return 0;
+}
+
+// The prompt with every run of digits replaced by '#': what stays the same when only measured
+// times, speedups and percentages differ.
+std::string masked(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    bool in_digits = false;
+    for (char c : text) {
+        bool digit = c >= '0' && c <= '9';
+        if (digit && !in_digits)
+            out += '#';
+        else if (!digit)
+            out += c;
+        in_digits = digit;
+    }
+    return out;
+}
+
+} // namespace
+
+size_t ReplayProvider::count_family(CallPurpose purpose) const
+{
+    size_t count = 0;
+    for (const auto& record : m_records)
+        count += purpose_family(record.purpose) == purpose_family(purpose) ? 1 : 0;
+    return count;
+}
+
+size_t ReplayProvider::choose(const ChatRequest& request)
+{
+    size_t none = m_records.size();
+    auto first_unused = [&](const std::function<bool(const LlmCallRecord&)>& fits) {
+        for (size_t i = 0; i < m_records.size(); ++i)
+            if (!m_used[i] && fits(m_records[i]))
+                return i;
+        return none;
+    };
+    size_t chosen = first_unused([&](const LlmCallRecord& r) {
+        auto prompt = recorded_prompt(r);
+        return r.purpose == request.purpose && prompt && prompt->system == request.system && prompt->user == request.user;
+    });
+    if (chosen != none)
+        return chosen;
+    std::string system = masked(request.system), user = masked(request.user);
+    chosen = first_unused([&](const LlmCallRecord& r) {
+        auto prompt = recorded_prompt(r);
+        return r.purpose == request.purpose && prompt && masked(prompt->system) == system && masked(prompt->user) == user;
+    });
+    if (chosen != none)
+        return chosen;
+    chosen = first_unused([&](const LlmCallRecord& r) { return purpose_family(r.purpose) == purpose_family(request.purpose); });
+    if (chosen == none) // none of its kind left (a recording of one kind of call): any reply, as before
+        chosen = first_unused([](const LlmCallRecord&) { return true; });
+    if (chosen != none && !m_warned_mismatch) {
+        log_warn("replay {}: a request matches no recorded prompt; serving recorded replies in order", spec().model);
+        m_warned_mismatch = true;
+    }
+    return chosen;
+}
 
 ReplayProvider::ReplayProvider(ModelSpec spec, std::vector<LlmCallRecord> records, CallRecorder recorder)
     : Provider(std::move(spec), std::move(recorder))
@@ -34,27 +114,13 @@ ChatResult ReplayProvider::exchange(const ChatRequest& request)
     record.request = Json{{"system", request.system}, {"user", request.user}};
 
     std::lock_guard lock(m_mutex);
-    size_t chosen = m_records.size();
-    for (size_t i = 0; i < m_records.size() && chosen == m_records.size(); ++i) {
-        if (m_used[i] || m_records[i].purpose != request.purpose)
-            continue;
-        auto prompt = recorded_prompt(m_records[i]);
-        if (prompt && prompt->system == request.system && prompt->user == request.user)
-            chosen = i;
-    }
+    size_t chosen = choose(request);
     if (chosen == m_records.size()) {
-        auto next = std::find(m_used.begin(), m_used.end(), false);
-        if (next == m_used.end()) {
-            record.status = "bad_reply";
-            record.error = "replay " + spec().model + ": all " + std::to_string(m_records.size()) +
-                           " recorded replies have been served";
-            return result;
-        }
-        chosen = static_cast<size_t>(next - m_used.begin());
-        if (!m_warned_mismatch)
-            log_warn("replay {}: a request matches no recorded prompt; serving recorded replies in order",
-                     spec().model);
-        m_warned_mismatch = true;
+        record.status = "bad_reply";
+        record.error = fmt::format("replay {}: all {} recorded replies have been served ({} of them for {} calls)",
+                                   spec().model, m_records.size(), count_family(request.purpose),
+                                   call_purpose_name(request.purpose));
+        return result;
     }
     m_used[chosen] = true;
     const LlmCallRecord& recorded = m_records[chosen];

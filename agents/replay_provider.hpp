@@ -1,10 +1,14 @@
 // The replay provider: answers with recorded replies instead of calling a model.
 //
 // For tests and for exact reproduction of a session (`--model replay:calls.jsonl`, or records read
-// from another run's archive by the caller). A request is answered by the first unused record whose
-// purpose and prompt match it exactly; when none matches (the prompt changed since the recording),
-// by the next unused record in recorded order, with a warning. Recorded failures replay as
-// failures. Replayed calls cost nothing; their token counts are the recorded ones.
+// from another run's archive by the caller). A request is answered by the first unused record, of
+// the same purpose, whose prompt matches it: exactly; else with every number masked (a recording
+// replayed on another GPU, whose prompts differ only in measured times); else, with a warning, by
+// the next unused record in recorded order whose purpose is of the same kind — kernel-writing calls
+// (propose, repair, code) answer each other, plans, lessons and strategy notes their own kind; and
+// only when none of its kind is left, by the next unused record of any purpose.
+// Records without a prompt (replies written by hand) are served that way, in order. Recorded
+// failures replay as failures. Replayed calls cost nothing; their token counts are the recorded ones.
 #pragma once
 
 #include <mutex>
@@ -25,6 +29,10 @@ protected:
     ChatResult exchange(const ChatRequest& request) override;
 
 private:
+    // The record for `request` (see above), or m_records.size() when none is left. Holds m_mutex.
+    size_t choose(const ChatRequest& request);
+    size_t count_family(CallPurpose purpose) const;
+
     mutable std::mutex m_mutex;
     std::vector<LlmCallRecord> m_records;
     std::vector<bool> m_used;

@@ -34,6 +34,7 @@
 #include "archive/writer_lock.hpp"
 #include "core/candidate.hpp"
 #include "core/records.hpp"
+#include "core/technique.hpp"
 #include "util/error.hpp"
 
 namespace kforge {
@@ -173,6 +174,15 @@ public:
     int64_t insert_lesson(const Lesson& lesson);
     std::vector<Lesson> lessons() const;
 
+    // --- two-phase plans (archive/plans.cpp); empty on archives older than k_schema_plan_tables ---
+    // Stores the plan of candidate `plan.candidate_id` (already stored, or stored in the same
+    // atomically() group) with its claimed techniques, in one transaction. A candidate has one plan.
+    void insert_candidate_plan(const CandidatePlan& plan);
+    // The plan behind candidate `candidate_id`; nullopt for a candidate proposed in one phase.
+    std::optional<CandidatePlan> candidate_plan(int64_t candidate_id) const;
+    // Every stored plan, in candidate id order.
+    std::vector<CandidatePlan> candidate_plans() const;
+
     // --- elites and search state (archive/state.cpp) ---
     // Places `elite` in its cell; the previous occupant, if any, stays in the history as replaced.
     void set_elite(const Elite& elite);
@@ -198,6 +208,7 @@ private:
     // The id of `gpu`'s row, stored now when new.
     int64_t gpu_row(const GpuIdentity& gpu);
     bool has_gpu_tables() const { return m_version >= k_schema_gpu_tables; }
+    bool has_plan_tables() const { return m_version >= k_schema_plan_tables; }
     // Throws Error(runtime) naming the file and `action` when this archive is read-only.
     void require_writer(std::string_view action) const;
 

@@ -1,8 +1,9 @@
 // The user-level knowledge base; see knowledge_base.hpp.
 //
-// Opening for writing creates the file and its schema under BEGIN IMMEDIATE, so two runs starting
-// at the same moment cannot both create it: the second waits for the first and then finds the
-// schema in place. A file that exists is identified before anything is written (SQLite header,
+// Opening for writing creates the file and its schema (or upgrades an older one: version 1 held
+// lessons only, version 2 adds technique tries and schedules) under BEGIN IMMEDIATE, so two runs
+// starting at the same moment cannot both create it: the second waits for the first and then finds
+// the schema in place. A read-only view of a version-1 file simply holds no technique data. A file that exists is identified before anything is written (SQLite header,
 // application id, schema version), as the run archive does.
 #include "archive/knowledge_base.hpp"
 
@@ -25,9 +26,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int k_knowledge_busy_timeout_ms = 30000; // several runs may add lessons at the same moment
-constexpr int k_schema_version = 1;
+constexpr int k_schema_version = 2;
 
-constexpr const char* k_schema = R"sql(
+// Version 1: lessons.
+constexpr const char* k_kb_schema_v1 = R"sql(
 CREATE TABLE kb_version (
     version        INTEGER PRIMARY KEY,
     applied_at     REAL NOT NULL,
@@ -44,6 +46,35 @@ CREATE TABLE lesson (
     candidate_id INTEGER,            -- a candidate of that run (not a foreign key here)
     created_at   REAL NOT NULL,
     UNIQUE (task_name, text)
+);
+)sql";
+
+// Version 2: techniques tried by two-phase proposals, and the schedules runs followed to their best.
+constexpr const char* k_kb_schema_v2 = R"sql(
+-- One row per technique a planned candidate showed: the statistics are sums over these rows.
+CREATE TABLE technique_try (
+    run_id       TEXT NOT NULL,
+    candidate_id INTEGER NOT NULL,   -- a candidate of that run
+    technique    TEXT NOT NULL,      -- a menu item id, or 'new:<slug>'
+    task_name    TEXT NOT NULL,
+    category     TEXT NOT NULL,
+    correct      INTEGER NOT NULL,
+    improved     INTEGER NOT NULL,   -- its fitness beat its parent's
+    gain         REAL,               -- fitness / parent fitness (correct candidates)
+    predicted    REAL,               -- the plan's expected speedup
+    created_at   REAL NOT NULL,
+    PRIMARY KEY (run_id, candidate_id, technique)
+) WITHOUT ROWID;
+CREATE INDEX technique_try_by_category ON technique_try(category, technique);
+
+-- Each run's chain from its starting kernel to its best, kept current as the best improves.
+CREATE TABLE schedule (
+    run_id     TEXT PRIMARY KEY,
+    task_name  TEXT NOT NULL,
+    category   TEXT NOT NULL,
+    speedup    REAL NOT NULL,        -- the best over the starting kernel
+    steps      TEXT NOT NULL,        -- JSON array of {candidate_id, origin, techniques, note, speedup}
+    updated_at REAL NOT NULL
 );
 )sql";
 
@@ -78,18 +109,23 @@ int identify(Database& db)
     return version;
 }
 
-void create_schema(Database& db)
+// Brings the file to k_schema_version under BEGIN IMMEDIATE (another run may be doing the same);
+// returns the version it has then.
+int upgrade_schema(Database& db)
 {
     db.execute("BEGIN IMMEDIATE");
     try {
-        if (identify(db) == 0) {
+        int version = identify(db);
+        if (version == 0)
             db.execute(fmt::format("PRAGMA application_id = {}", k_knowledge_application_id));
-            db.execute(k_schema);
-            Statement version(db, "INSERT INTO kb_version (version, applied_at, kforge_version) VALUES (?, ?, ?)");
-            version.bind_int(k_schema_version).bind_real(now_seconds()).bind_text(KFORGE_VERSION);
-            version.run();
+        for (int step = version + 1; step <= k_schema_version; ++step) {
+            db.execute(step == 1 ? k_kb_schema_v1 : k_kb_schema_v2);
+            Statement row(db, "INSERT INTO kb_version (version, applied_at, kforge_version) VALUES (?, ?, ?)");
+            row.bind_int(step).bind_real(now_seconds()).bind_text(KFORGE_VERSION);
+            row.run();
         }
         db.execute("COMMIT");
+        return k_schema_version;
     } catch (...) {
         db.execute("ROLLBACK");
         throw;
@@ -98,7 +134,8 @@ void create_schema(Database& db)
 
 } // namespace
 
-KnowledgeBase::KnowledgeBase(fs::path path, std::unique_ptr<Database> db) : m_path(std::move(path)), m_db(std::move(db))
+KnowledgeBase::KnowledgeBase(fs::path path, std::unique_ptr<Database> db, int version)
+    : m_path(std::move(path)), m_db(std::move(db)), m_version(version)
 {
 }
 
@@ -112,15 +149,16 @@ KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
     bool exists = fs::exists(path, ec);
     if (access == KnowledgeAccess::read_only) {
         if (!exists)
-            return KnowledgeBase(path, nullptr);
+            return KnowledgeBase(path, nullptr, 0);
         if (is_empty_file(path))
-            return KnowledgeBase(path, nullptr);
+            return KnowledgeBase(path, nullptr, 0);
         check_header(path);
         auto db = std::make_unique<Database>(path.string(), DbAccess::read_only);
         KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_knowledge_busy_timeout_ms));
-        if (identify(*db) == 0)
-            return KnowledgeBase(path, nullptr);
-        return KnowledgeBase(path, std::move(db));
+        int version = identify(*db);
+        if (version == 0)
+            return KnowledgeBase(path, nullptr, 0);
+        return KnowledgeBase(path, std::move(db), version);
     }
     if (exists && !is_empty_file(path))
         check_header(path);
@@ -137,8 +175,8 @@ KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
         Statement wal(*db, "PRAGMA journal_mode = WAL");
         wal.step();
     }
-    create_schema(*db);
-    return KnowledgeBase(path, std::move(db));
+    int version = upgrade_schema(*db);
+    return KnowledgeBase(path, std::move(db), version);
 }
 
 std::optional<int64_t> KnowledgeBase::add(const Lesson& lesson, std::string_view run_id)

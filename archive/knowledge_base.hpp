@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/records.hpp"
+#include "core/technique.hpp"
 
 namespace kforge {
 
@@ -57,11 +59,31 @@ public:
     std::vector<KnowledgeLesson> lessons() const;
     int64_t count() const;
 
+    // --- techniques (knowledge_techniques.cpp; a read-only view of a version-1 file has none) ---
+    // Stores run `run_id`'s tries in one transaction. A try already held (same run, candidate and
+    // technique) is left alone, so a run may hand over all its tries again (on resume) and only the
+    // new ones count; returns how many were new.
+    size_t add_technique_tries(const std::vector<TechniqueTry>& tries, std::string_view run_id);
+    // Per technique, the tally of the tries on tasks of `category`, leaving out those of run
+    // `exclude_run_id` ("" leaves out none). A run's own tries come from its archive instead.
+    std::map<std::string, TechniqueTally> technique_tallies(std::string_view category,
+                                                            std::string_view exclude_run_id = "") const;
+    // Every try with the run it belongs to, oldest first.
+    std::vector<std::pair<std::string, TechniqueTry>> technique_tries() const;
+    // Stores run `schedule.run_id`'s schedule, replacing the one it had.
+    void put_schedule(const Schedule& schedule);
+    // Schedules of runs on tasks of `category`, the highest speedup first, at most one per task and
+    // `limit` in all, leaving out run `exclude_run_id`'s.
+    std::vector<Schedule> schedules(std::string_view category, std::string_view exclude_run_id, size_t limit) const;
+
 private:
-    KnowledgeBase(std::filesystem::path path, std::unique_ptr<Database> db);
+    KnowledgeBase(std::filesystem::path path, std::unique_ptr<Database> db, int version);
+    bool has_techniques() const { return m_db && m_version >= 2; }
+    void require_writable(std::string_view action) const;
 
     std::filesystem::path m_path;
     std::unique_ptr<Database> m_db; // null: read-only view of a file that does not exist yet
+    int m_version = 0;              // the file's schema version
 };
 
 } // namespace kforge

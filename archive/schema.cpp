@@ -175,6 +175,36 @@ CREATE TABLE gpu_session (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 3: the two-phase step's plans and the techniques they claimed. Additive: an older
+// archive read without it shows no plans.
+constexpr const char* k_schema_v3 = R"sql(
+-- One row per candidate proposed in two phases (a plan, then the code).
+CREATE TABLE candidate_plan (
+    candidate_id      INTEGER PRIMARY KEY REFERENCES candidate(id),
+    menu              TEXT NOT NULL,    -- the optimisation menu the planner was shown
+    status            TEXT NOT NULL,    -- parsed | repaired | failed
+    problem           TEXT NOT NULL,    -- failed: why; repaired: what was wrong at first
+    plan              TEXT NOT NULL,    -- JSON: techniques, expected_speedup, steps, why, warnings; null when failed
+    calls             TEXT NOT NULL,    -- JSON array of the planner's llm_call ids, oldest first
+    focus             TEXT NOT NULL,    -- the technique the search suggested ('' for none)
+    predicted_speedup REAL,             -- the plan's expected speedup over the parent
+    measured_speedup  REAL,             -- fitness / parent fitness, when both are known
+    followed          INTEGER           -- 1, 0 (a claimed technique is missing from the code), NULL unknown
+);
+
+-- The techniques a plan claimed, in the plan's order, and whether the code shows each.
+CREATE TABLE candidate_technique (
+    candidate_id INTEGER NOT NULL REFERENCES candidate(id),
+    position     INTEGER NOT NULL,
+    technique    TEXT NOT NULL,         -- a menu item id, or 'new:<slug>' for one the planner named
+    title        TEXT NOT NULL,
+    on_menu      INTEGER NOT NULL,
+    applied      TEXT NOT NULL,         -- applied | missing | unchecked
+    PRIMARY KEY (candidate_id, position)
+) WITHOUT ROWID;
+CREATE INDEX candidate_technique_by_technique ON candidate_technique(technique);
+)sql";
+
 } // namespace
 
 const std::vector<Migration>& schema_migrations()
@@ -186,6 +216,8 @@ const std::vector<Migration>& schema_migrations()
          k_schema_v1},
         {2, "gpu, candidate_gpu, gpu_session: which GPU measured what, busy time per GPU and session",
          k_schema_v2, MigrationKind::additive},
+        {3, "candidate_plan, candidate_technique: two-phase plans, claimed techniques, predicted and measured speedups",
+         k_schema_v3, MigrationKind::additive},
     };
     return k_migrations;
 }

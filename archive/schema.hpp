@@ -39,6 +39,8 @@ struct Migration
 
 // The schema version that added the GPU tables (gpu, candidate_gpu, gpu_session).
 inline constexpr int k_schema_gpu_tables = 2;
+// The schema version that added the plan tables (candidate_plan, candidate_technique).
+inline constexpr int k_schema_plan_tables = 3;
 
 // The steps this kforge knows, versions 1..N in order.
 const std::vector<Migration>& schema_migrations();

@@ -39,10 +39,8 @@ Origin origin_column(const Statement& row, int column, std::string_view what)
 CallPurpose purpose_column(const Statement& row, int column, std::string_view what)
 {
     std::string name = row.column_text(column);
-    for (auto purpose : {CallPurpose::propose, CallPurpose::repair, CallPurpose::meta_prompt,
-                         CallPurpose::analyst})
-        if (call_purpose_name(purpose) == name)
-            return purpose;
+    if (auto purpose = parse_call_purpose(name))
+        return *purpose;
     fail_input("{}: {}: unknown call purpose '{}' (written by a newer kforge?)",
                row.database().path(), what, name);
 }

@@ -10,8 +10,25 @@ std::string_view call_purpose_name(CallPurpose purpose)
     case CallPurpose::repair: return "repair";
     case CallPurpose::meta_prompt: return "meta_prompt";
     case CallPurpose::analyst: return "analyst";
+    case CallPurpose::plan: return "plan";
+    case CallPurpose::code: return "code";
     }
     return "propose";
+}
+
+const std::vector<CallPurpose>& call_purposes()
+{
+    static const std::vector<CallPurpose> k_all = {CallPurpose::propose,  CallPurpose::repair, CallPurpose::meta_prompt,
+                                                   CallPurpose::analyst,  CallPurpose::plan,   CallPurpose::code};
+    return k_all;
+}
+
+std::optional<CallPurpose> parse_call_purpose(std::string_view name)
+{
+    for (CallPurpose purpose : call_purposes())
+        if (call_purpose_name(purpose) == name)
+            return purpose;
+    return std::nullopt;
 }
 
 Json GpuUsage::to_json() const

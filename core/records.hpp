@@ -30,8 +30,14 @@ struct RunInfo {
     double updated_at = 0;
 };
 
-enum class CallPurpose { propose, repair, meta_prompt, analyst };
+// propose: one-phase proposal; repair: a fix of a failed candidate; plan and code: the two phases of
+// a two-phase proposal (the planner's plan, then the coder's kernel); meta_prompt and analyst: the
+// search's side calls.
+enum class CallPurpose { propose, repair, meta_prompt, analyst, plan, code };
 std::string_view call_purpose_name(CallPurpose purpose);
+std::optional<CallPurpose> parse_call_purpose(std::string_view name);
+// Every purpose, for messages that list them.
+const std::vector<CallPurpose>& call_purposes();
 
 // One request to a language model, successful or not. Costs are in US dollars.
 struct LlmCallRecord {

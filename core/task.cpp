@@ -132,17 +132,24 @@ std::filesystem::path confined_path(const JsonReader& field, const std::filesyst
     return path;
 }
 
-KernelFile load_kernel_file(const JsonReader& field, const std::filesystem::path& base_dir,
-                            const std::optional<Plan>& default_plan, const std::string& label)
+// A file the spec names at `field` (confined_path), read within the source bound: its path and text.
+KernelFile read_spec_file(const JsonReader& field, const std::filesystem::path& base_dir, const char* what)
 {
     std::filesystem::path path = confined_path(field, base_dir);
     std::string source;
     try {
-        source = read_file(path, k_max_source_bytes, "kernel source");
+        source = read_file(path, k_max_source_bytes, what);
     } catch (const Error& e) {
         field.fail(e.what());
     }
-    KernelFile file{path, std::move(source), {}};
+    return KernelFile{path, std::move(source), {}};
+}
+
+KernelFile load_kernel_file(const JsonReader& field, const std::filesystem::path& base_dir,
+                            const std::optional<Plan>& default_plan, const std::string& label)
+{
+    KernelFile file = read_spec_file(field, base_dir, "kernel source");
+    const std::filesystem::path& path = file.path;
     try {
         if (auto json = extract_plan_json(file.source))
             file.plan = parse_plan(*json, fmt::format("{}: plan", path.string()));
@@ -170,7 +177,7 @@ std::vector<Shape> parse_shapes(const JsonReader& field, const std::vector<Symbo
         Shape shape;
         std::vector<std::string> label_parts;
         for (const auto& key : entry.keys()) {
-            if (key == "seed" || key == "label")
+            if (key == "seed" || key == "label" || key == "flops")
                 continue;
             if (std::find(names.begin(), names.end(), key) == names.end()) {
                 std::string hint = closest_match(key, names);
@@ -188,6 +195,11 @@ std::vector<Shape> parse_shapes(const JsonReader& field, const std::vector<Symbo
         shape.seed = entry.has("seed") ? static_cast<uint64_t>(entry.at("seed").as_int())
                                        : seed_base + shapes.size();
         shape.label = entry.has("label") ? entry.at("label").as_string() : join(label_parts, ",");
+        if (auto flops = entry.find("flops")) {
+            shape.flops = flops->as_number();
+            if (!(*shape.flops >= 0) || !std::isfinite(*shape.flops))
+                flops->fail("expected a FLOP count (a finite number, at least 0)");
+        }
         shapes.push_back(std::move(shape));
     }
     return shapes;
@@ -203,6 +215,17 @@ void check_shape_list(const JsonReader& field, const Task& task, const std::vect
 }
 
 } // namespace
+
+std::string ProgramSlot::text() const
+{
+    switch (kind) {
+    case Kind::input: return fmt::format("input {}", index);
+    case Kind::param: return "param " + key;
+    case Kind::output: return fmt::format("output {}", index);
+    case Kind::none: break;
+    }
+    return "";
+}
 
 std::string_view intent_name(Intent intent)
 {
@@ -237,8 +260,35 @@ const std::vector<std::string>& known_vendor_baselines()
     return k_names;
 }
 
+ReferenceKind spec_reference_kind(std::string_view spec_text)
+{
+    Json spec = Json::parse(spec_text, nullptr, false);
+    if (spec.is_object() && spec.contains("reference") && spec["reference"].is_object() &&
+        spec["reference"].contains("torch"))
+        return ReferenceKind::torch;
+    return ReferenceKind::cuda;
+}
+
+std::string_view reference_kind_name(ReferenceKind kind) { return kind == ReferenceKind::torch ? "torch" : "cuda"; }
+
+std::string baseline_label(ReferenceKind kind, std::string_view subject)
+{
+    if (subject == "reference" && kind == ReferenceKind::torch)
+        return "torch eager";
+    if (subject == "torch_compile")
+        return "torch.compile";
+    return std::string(subject);
+}
+
+std::string baseline_label(std::string_view reference_kind, std::string_view subject)
+{
+    return baseline_label(reference_kind == "torch" ? ReferenceKind::torch : ReferenceKind::cuda, subject);
+}
+
 std::string_view vendor_baseline_library(std::string_view routine)
 {
+    if (routine == "torch_compile")
+        return "PyTorch";
     const auto& known = known_vendor_baselines();
     if (std::find(known.begin(), known.end(), routine) == known.end())
         return "";
@@ -380,6 +430,13 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
         }
     }
 
+    // The reference: a CUDA kernel file, or {"torch": "problem.py"} (docs/torch-tasks.md).
+    JsonReader reference = root.at("reference");
+    if (reference.is_object()) {
+        reference.allow_only({"torch"});
+        task.reference_kind = ReferenceKind::torch;
+    }
+
     // Arguments, in kernel-parameter order. Names come first, because a check may use
     // sum_abs_<input> of any input tensor.
     JsonReader args = root.at("args");
@@ -397,12 +454,15 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
         check_names.insert("sum_abs_" + name);
     }
     for (const auto& entry : args.items())
-        task.args.push_back(parse_arg_spec(entry, symbol_names, scalar_names, check_names, task.constants));
+        task.args.push_back(parse_arg_spec(entry, symbol_names, scalar_names, check_names, task.constants,
+                                           task.reference_kind));
     bool has_output = std::any_of(task.args.begin(), task.args.end(),
                                   [](const ArgSpec& a) { return a.is_tensor && a.intent != Intent::in; });
     if (!has_output)
         args.fail("a task needs at least one out or inout tensor");
     check_csr_links(args, task);
+    if (task.is_torch())
+        check_program_slots(args, task);
 
     // Derived symbols: shapes bind free symbols; derived values are computed into each shape.
     auto bind_derived = [&](std::vector<Shape>& shapes, const JsonReader& field) {
@@ -524,9 +584,12 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
             field.fail(fmt::format("{}: {}", file.path.string(), e.what()));
         }
     };
-    JsonReader reference = root.at("reference");
-    task.reference = load_kernel_file(reference, base_dir, task.default_plan, "reference");
-    validate_kernel(reference, task.reference);
+    if (task.is_torch()) {
+        task.reference = read_spec_file(reference.at("torch"), base_dir, "PyTorch program");
+    } else {
+        task.reference = load_kernel_file(reference, base_dir, task.default_plan, "reference");
+        validate_kernel(reference, task.reference);
+    }
     if (auto seeds = root.find("seeds")) {
         for (const auto& entry : seeds->items()) {
             task.seeds.push_back(load_kernel_file(entry, base_dir, task.default_plan, "seed"));

@@ -1,7 +1,8 @@
 // Tasks: what a kernel computes, on which shapes, and how to check it (`kforge.task/1`).
 //
-// A task spec is a JSON file next to its CUDA reference kernel (tasks/README.md documents every
-// field). Sizes are integer symbols with constraints; arguments are typed tensors or scalars with an
+// A task spec is a JSON file next to its reference: a CUDA kernel, or a PyTorch program in
+// KernelBench form (docs/torch-tasks.md; `kforge task import` writes such specs). tasks/README.md
+// documents every field. Sizes are integer symbols with constraints; arguments are typed tensors or scalars with an
 // intent and an input generator; each output names its check. Three shape lists serve three
 // purposes: `tests` (small and odd sizes, for correctness), `bench` (sizes that fill the GPU, for
 // timing; shown to the model), `held_out` (never shown to the model; run on each new best).
@@ -100,6 +101,17 @@ struct CheckSpec {
     Expr rtol;
 };
 
+// Where an argument of a task whose reference is a PyTorch program comes from: the N-th value
+// get_inputs() returns, a state_dict() entry of the model, or the N-th output of forward().
+struct ProgramSlot {
+    enum class Kind { none, input, param, output };
+    Kind kind = Kind::none;
+    int64_t index = 0;           // input, output
+    std::string key;             // param: the state_dict key ("gemm.weight")
+    // "input 0", "param gemm.weight", "output 1"; "" for none.
+    std::string text() const;
+};
+
 struct ArgSpec {
     std::string name;
     bool is_tensor = true;
@@ -111,12 +123,16 @@ struct ArgSpec {
     std::optional<CheckSpec> check; // out and inout
     // Scalars:
     Expr value;                  // integer or real expression over symbols and constants
+    // PyTorch-program tasks: what the program makes for this argument (tensors always, scalars
+    // when forward() takes them).
+    ProgramSlot from;
 };
 
 struct Shape {
     std::string label;           // "M=1024,N=4096" unless the spec names it
     std::map<std::string, int64_t, std::less<>> sizes;
     uint64_t seed = 0;           // public seed; the run's secret is mixed in by the evaluator
+    std::optional<double> flops; // the FLOP count here, replacing roofline.flops (imported tasks)
 };
 
 struct Roofline {
@@ -147,6 +163,11 @@ struct KernelFile {
     Plan plan;                   // from its kforge:plan block (the task's default_plan if absent)
 };
 
+// What computes the expected outputs: a CUDA kernel with a plan (the reference KernelFile), or a
+// PyTorch program (the reference KernelFile holds its Python source and no plan) run by the GPU
+// worker's PyTorch reference process (docs/torch-tasks.md).
+enum class ReferenceKind { cuda, torch };
+
 struct Task {
     std::filesystem::path spec_path;
     std::string spec_text;
@@ -161,6 +182,7 @@ struct Task {
     std::map<std::string, double, std::less<>> constants;
     std::vector<ArgSpec> args;
     KernelFile reference;
+    ReferenceKind reference_kind = ReferenceKind::cuda;
     std::optional<Plan> default_plan;  // applies to candidates without a plan block
     std::vector<KernelFile> seeds;     // starting kernels for the search and the offline proposer
     std::vector<Shape> tests, bench, held_out;
@@ -170,6 +192,7 @@ struct Task {
     std::vector<ForbiddenPattern> forbid;
     Limits limits;
 
+    bool is_torch() const { return reference_kind == ReferenceKind::torch; }
     const ArgSpec* find_arg(std::string_view arg_name) const;
     // Symbol values plus constants, ready for expression evaluation.
     ExprScope scope_for(const Shape& shape) const;
@@ -211,10 +234,20 @@ struct CsrSizes {
 // expression cannot be evaluated; the requirements are checked by check_shape.
 CsrSizes csr_sizes(const Task& task, const ArgSpec& row_ptr_arg, const Shape& shape);
 
+// What a spec's reference is, read from its text without loading the task (archives keep the
+// text): torch when "reference" is {"torch": ...}; cuda otherwise, also for text that does not parse.
+ReferenceKind spec_reference_kind(std::string_view spec_text);
+std::string_view reference_kind_name(ReferenceKind kind);   // "cuda", "torch"
+// How reports name a baseline subject: "reference" is "torch eager" when the reference is a
+// PyTorch program, "torch_compile" is "torch.compile"; other names are shown as they are.
+std::string baseline_label(ReferenceKind kind, std::string_view subject);
+std::string baseline_label(std::string_view reference_kind_name, std::string_view subject);
+
 // The vendor baselines kforge knows how to time (the evaluator implements them).
 const std::vector<std::string>& known_vendor_baselines();
 // The library a vendor baseline comes from, for reports ("vs cuBLAS"): "cuBLAS", "CUB" or
-// "cuSPARSE"; "" for a name that is not a known vendor baseline (e.g. "reference").
+// "cuSPARSE", "PyTorch" for torch_compile (the baseline of a PyTorch-program task); "" for a name
+// that is not a known baseline (e.g. "reference").
 std::string_view vendor_baseline_library(std::string_view routine);
 
 } // namespace kforge

@@ -163,13 +163,39 @@ CheckSpec parse_check(const JsonReader& field, const std::set<std::string>& know
     return check;
 }
 
+ProgramSlot parse_slot(const JsonReader& field)
+{
+    std::string text = field.as_string();
+    auto space = text.find(' ');
+    std::string kind = text.substr(0, space);
+    std::string rest = space == std::string::npos ? "" : text.substr(space + 1);
+    ProgramSlot slot;
+    if (kind == "param" && !rest.empty()) {
+        slot.kind = ProgramSlot::Kind::param;
+        slot.key = rest;
+        return slot;
+    }
+    if ((kind == "input" || kind == "output") && !rest.empty() &&
+        rest.find_first_not_of("0123456789") == std::string::npos && rest.size() <= 6) {
+        slot.kind = kind == "input" ? ProgramSlot::Kind::input : ProgramSlot::Kind::output;
+        slot.index = std::stoll(rest);
+        return slot;
+    }
+    field.fail(fmt::format("expected \"input N\", \"param KEY\" or \"output N\", found '{}'", text));
+}
+
 } // namespace
 
 ArgSpec parse_arg_spec(const JsonReader& entry, const std::set<std::string>& symbol_names,
-                  const std::set<std::string>& scalar_names, const std::set<std::string>& check_names,
-                  const std::map<std::string, double, std::less<>>& constants)
+                       const std::set<std::string>& scalar_names, const std::set<std::string>& check_names,
+                       const std::map<std::string, double, std::less<>>& constants, ReferenceKind reference)
 {
-    entry.allow_only({"name", "kind", "dtype", "shape", "intent", "gen", "check", "value", "doc"});
+    entry.allow_only({"name", "kind", "dtype", "shape", "intent", "gen", "check", "value", "doc", "from"});
+    bool program = reference == ReferenceKind::torch;
+    if (auto from = entry.find("from")) {
+        if (!program)
+            from->fail("'from' ties an argument to a PyTorch program; this task's reference is a CUDA kernel");
+    }
     ArgSpec arg;
     arg.name = entry.at("name").as_string();
     std::string kind = entry.get_string("kind", entry.has("shape") ? "tensor" : "scalar");
@@ -182,9 +208,14 @@ ArgSpec parse_arg_spec(const JsonReader& entry, const std::set<std::string>& sym
         entry.at("dtype").fail(fmt::format("unknown dtype '{}' (known: {})", dtype, dtype_names()));
     arg.dtype = *parsed_dtype;
 
+    if (auto from = entry.find("from"))
+        arg.from = parse_slot(*from);
+
     if (!arg.is_tensor) {
         if (entry.has("shape") || entry.has("gen") || entry.has("check") || entry.has("intent"))
             entry.fail("a scalar takes only name, dtype and value");
+        if (arg.from.kind != ProgramSlot::Kind::none && arg.from.kind != ProgramSlot::Kind::input)
+            entry.at("from").fail("a scalar can only be one of forward()'s inputs (\"input N\")");
         JsonReader value = entry.at("value");
         arg.value = parse_expr(value);
         require_names(value, arg.value, scalar_names, "symbol or constant");
@@ -216,7 +247,22 @@ ArgSpec parse_arg_spec(const JsonReader& entry, const std::set<std::string>& sym
     if (entry.has("value"))
         entry.at("value").fail("a tensor takes 'gen', not 'value'");
 
-    if (arg.intent == Intent::out) {
+    if (program) {
+        if (arg.from.kind == ProgramSlot::Kind::none)
+            entry.fail(fmt::format("tensor '{}' needs 'from' (\"input N\", \"param KEY\" or \"output N\"): "
+                                   "the task's reference is a PyTorch program, which makes every tensor",
+                                   arg.name));
+        if (entry.has("gen"))
+            entry.at("gen").fail("the PyTorch program makes this tensor; it takes no 'gen'");
+        if (arg.intent == Intent::inout)
+            entry.at("intent").fail("a PyTorch program's tensors are inputs or outputs, not inout");
+        bool output = arg.from.kind == ProgramSlot::Kind::output;
+        if (output != (arg.intent == Intent::out))
+            entry.at(entry.has("intent") ? "intent" : "from")
+                .fail(fmt::format("'{}' is {} but its intent is {}", arg.from.text(),
+                                  output ? "an output of the program" : "made by the program before the forward",
+                                  intent_name(arg.intent)));
+    } else if (arg.intent == Intent::out) {
         if (entry.has("gen"))
             entry.at("gen").fail("an output tensor is written by the kernel; it takes no 'gen'");
     } else if (auto gen = entry.find("gen")) {
@@ -242,5 +288,29 @@ ArgSpec parse_arg_spec(const JsonReader& entry, const std::set<std::string>& sym
     return arg;
 }
 
+void check_program_slots(const JsonReader& args, const Task& task)
+{
+    std::vector<std::set<int64_t>> seen(2);
+    std::set<std::string> keys;
+    for (size_t i = 0; i < task.args.size(); ++i) {
+        const ProgramSlot& slot = task.args[i].from;
+        if (slot.kind == ProgramSlot::Kind::param && !keys.insert(slot.key).second)
+            args.at(i).at("from").fail(fmt::format("'{}' is named twice", slot.text()));
+        if (slot.kind == ProgramSlot::Kind::input || slot.kind == ProgramSlot::Kind::output) {
+            auto& set = seen[slot.kind == ProgramSlot::Kind::output];
+            if (!set.insert(slot.index).second)
+                args.at(i).at("from").fail(fmt::format("'{}' is named twice", slot.text()));
+        }
+    }
+    for (int output = 0; output < 2; ++output) {
+        const auto& set = seen[static_cast<size_t>(output)];
+        for (int64_t n = 0; n < static_cast<int64_t>(set.size()); ++n)
+            if (!set.count(n))
+                args.fail(fmt::format("no argument is the program's {} {} (every {} from 0 on needs one)",
+                                      output ? "output" : "input", n, output ? "output" : "input"));
+    }
+    if (seen[1].empty())
+        args.fail("no argument is one of the program's outputs (\"from\": \"output 0\")");
+}
 
 } // namespace kforge::task_parse

@@ -23,10 +23,14 @@ void require_names(const JsonReader& field, const Expr& expr, const std::set<std
 void require_integer_expr(const JsonReader& field, const Expr& expr);
 
 // One entry of the spec's "args": its kind, dtype, shape, intent, generator and check, each
-// validated against the names the spec declares.
+// validated against the names the spec declares. A PyTorch-program task's tensors say where the
+// program makes them ("from") and take no generator; other tasks' arguments take no "from".
 ArgSpec parse_arg_spec(const JsonReader& entry, const std::set<std::string>& symbol_names,
-                  const std::set<std::string>& scalar_names, const std::set<std::string>& check_names,
-                  const std::map<std::string, double, std::less<>>& constants);
+                       const std::set<std::string>& scalar_names, const std::set<std::string>& check_names,
+                       const std::map<std::string, double, std::less<>>& constants, ReferenceKind reference);
+// After every argument is parsed: a PyTorch-program task names each input 0..n-1 and output
+// 0..m-1 once, each parameter key once, and has no inout tensors.
+void check_program_slots(const JsonReader& args, const Task& task);
 
 // Computes every per-shape number of a parsed task on every shape (task_numbers.cpp): roofline
 // flops and bytes, tolerances, planted indices, hot fractions, scalar values. Fails at the field

@@ -84,6 +84,11 @@ public:
     // What it is busy with, for progress lines ("compiling 12 variants, 3 jobs waiting for the
     // GPU"); "" when idle or unknown.
     virtual std::string activity() const { return ""; }
+    // Tasks whose reference is a PyTorch program: the program's own outputs (in its dtypes)
+    // against the expected ones under the task's check, on the shape sets named ("tests", "bench",
+    // "held_out"), on one GPU: "" when it passes everywhere, else the first failure. Call it while
+    // no job is pending. Throws Error(runtime) when the check cannot run.
+    virtual std::string check_program(const std::vector<std::string>& sets) = 0;
 };
 
 struct EvaluatorConfig {

@@ -71,6 +71,7 @@ public:
     std::vector<Measurement> baselines() const override { return m_primary->baselines(); }
     std::vector<VendorBaselineStatus> vendor_baselines() const override { return m_primary->vendor(); }
     std::string activity() const override;
+    std::string check_program(const std::vector<std::string>& sets) override;
 
 private:
     void add_gpus();
@@ -432,6 +433,22 @@ void GpuEvaluator::serve_earlier_jobs(size_t index, uint64_t ticket)
         }
         run_job(index, earlier);
     }
+}
+
+std::string GpuEvaluator::check_program(const std::vector<std::string>& sets)
+{
+    GpuSlot* slot = nullptr;
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_pending > 0)
+            fail_runtime("internal: check_program while {} jobs are pending", m_pending);
+        for (auto& entry : m_slots)
+            if (entry.state == SlotState::ready && !entry.busy && !slot)
+                slot = entry.slot.get();
+    }
+    if (!slot)
+        fail_runtime("no GPU is serving to check the PyTorch program on");
+    return slot->check_program(sets);
 }
 
 std::string GpuEvaluator::activity() const

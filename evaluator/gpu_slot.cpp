@@ -43,10 +43,13 @@ void GpuSlot::start(const Json& setup)
         fail_runtime("the GPU worker for {} could not set up task '{}': {}", m_identity.label(), m_task.name, problem);
     const Json& ready = m_link->setup_reply();
     log_info("GPU worker for {} set up in {:.1f} s (internal kernels {:.1f} s, reference compile {:.1f} s); timing "
-             "the baselines of {} (the reference{}, to the confirmation standard)",
+             "the baselines of {} (the reference{}{}, to the confirmation standard)",
              m_identity.label(), ready.value("setup_seconds", 0.0), ready.value("internal_compile_seconds", 0.0),
              ready.value("reference_compile_seconds", 0.0), m_task.name,
-             m_config.time_vendor_baselines && !m_task.vendor_baselines.empty() ? " and vendor routines" : "");
+             m_task.is_torch() ? " is the PyTorch program in eager mode" : "",
+             m_config.time_vendor_baselines && m_task.is_torch()           ? ", with torch.compile"
+             : m_config.time_vendor_baselines && !m_task.vendor_baselines.empty() ? " and vendor routines"
+                                                                                  : "");
     auto baselines_started = EvalClock::now();
     time_baselines();
     log_info("baselines on {} timed in {:.1f} s", m_identity.label(),
@@ -67,11 +70,13 @@ void GpuSlot::start(const Json& setup)
 // unavailable with the failure.
 void GpuSlot::time_baselines()
 {
+    // A PyTorch program's baselines include torch.compile, which takes minutes per shape.
+    auto limit = m_task.is_torch() ? std::chrono::minutes(30) : std::chrono::minutes(10);
     auto request = [&](bool vendor) {
         return send(Json{{"op", "time_reference"}, {"level", "confirm"}, {"deadline_ms", 60000}, {"vendor", vendor}},
-                    std::chrono::minutes(10));
+                    limit);
     };
-    bool vendor = m_config.time_vendor_baselines && !m_task.vendor_baselines.empty();
+    bool vendor = m_config.time_vendor_baselines && (m_task.is_torch() || !m_task.vendor_baselines.empty());
     WorkerReply reply = request(vendor);
     std::string failure = failure_of(reply);
     std::string vendor_failure;
@@ -95,6 +100,14 @@ void GpuSlot::time_baselines()
         else if (!m_config.time_vendor_baselines)
             status.reason = "vendor baselines are switched off for this run";
     }
+}
+
+std::string GpuSlot::check_program(const std::vector<std::string>& sets)
+{
+    WorkerReply reply = send(Json{{"op", "check_program"}, {"sets", sets}}, std::chrono::minutes(30));
+    if (std::string failure = failure_of(reply); !failure.empty())
+        fail_runtime("checking the PyTorch program of '{}' on {} failed: {}", m_task.name, m_identity.label(), failure);
+    return reply.body.value("problem", "");
 }
 
 // What a candidate's speedup is measured against: the first vendor routine that was timed, else

@@ -90,6 +90,9 @@ public:
     const std::vector<VendorBaselineStatus>& vendor() const { return m_vendor; }
     const Json& vendor_library() const { return m_vendor_library; }
     const Json& setup_reply() const { return m_link->setup_reply(); }
+    // PyTorch-program tasks: the program's own outputs against the expected ones on these shape
+    // sets ("tests", "bench", "held_out"): "" when it passes. Only while the slot runs no job.
+    std::string check_program(const std::vector<std::string>& sets);
 
     // Safe from any thread.
     GpuUsage usage() const;

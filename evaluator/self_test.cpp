@@ -82,7 +82,9 @@ std::vector<SelfTestCandidate> make_self_tests(const Task& task)
         if (arg.intent == Intent::in && !first_in)
             first_in = &arg;
     }
-    out.push_back({"reference", task.reference.source, true});
+    // A PyTorch program is no kernel: it is checked by the worker (check_program) instead.
+    if (!task.is_torch())
+        out.push_back({"reference", task.reference.source, true});
     if (!first_out)
         return out;
 
@@ -103,6 +105,9 @@ std::vector<SelfTestCandidate> make_self_tests(const Task& task)
     if (first_in)
         out.push_back({"copy_input", with_plan(helpers, copies), false});
 
+    // Perturbed and skipped-shape candidates are the reference kernel with a flaw added.
+    if (task.is_torch())
+        return out;
     Json perturbed = task.reference.plan.json;
     uint64_t bits = kf_value_to_bits(12345.0, static_cast<int>(first_out->dtype));
     std::string middle = fmt::format("({}) / 2", count_expr(*first_out));

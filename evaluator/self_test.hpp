@@ -7,6 +7,8 @@
 //   copy_input    copies the first input's bytes into every output
 //   perturbed     the reference, then one element of the first output set to 12345
 //   skipped_shape the reference, except that on the largest test shape the first output is zeroed
+// A task whose reference is a PyTorch program has no reference kernel to submit or to flaw: it gets
+// zeros and copy_input, and the program itself is checked by the evaluator (check_program).
 #pragma once
 
 #include <string>

@@ -4,7 +4,8 @@
     scripts/check-dataset.py KFORGE DATASET.jsonl ARCHIVE...
 
 Per archive: candidate records = inspect's candidates, per verdict as inspect counts them, and the
-model calls (inside candidate records or alone) = inspect's LLM calls; every model call that
+model calls (inside candidate records, their plans' planner calls included, or alone) = inspect's
+LLM calls; every model call that
 succeeded carries prompt messages and a reply. Prints one line per archive and exits 1 on any
 mismatch. Needs nothing but Python 3 (it is also what a pipeline reading the format sees).
 """
@@ -33,6 +34,8 @@ def main():
         mine = records[os.path.basename(archive)]
         candidates = [r for r in mine if r["kind"] == "candidate"]
         calls = [r["call"] for r in mine if r["call"] is not None]
+        # Two-phase candidates carry their planner's calls too (all but the record's own call).
+        calls += [c for r in mine if r["kind"] == "candidate" and r.get("plan") for c in r["plan"]["calls"]]
         verdicts = collections.Counter(r["verdict"] for r in candidates)
         problems = []
         if len(candidates) != report["budget"]["candidates"]:

@@ -74,6 +74,7 @@ int main(int argc, char** argv)
         {"[browser]", "chromium", kforge::test::browser_unavailable_reason},
         {"[recorded]", "a recorded run archive", kforge::test::recorded_unavailable_reason},
         {"[mpi]", "mpirun and a kforge built with MPI", kforge::test::mpi_unavailable_reason},
+        {"[torch]", "a python3 that imports torch", kforge::test::torch_unavailable_reason},
     };
     for (const Gate& gate : gates) {
         bool selected = false;

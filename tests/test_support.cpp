@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kf_catch.hpp"
+#include "util/torch_python.hpp"
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -102,6 +103,8 @@ std::filesystem::path mpirun_path()
     }
     return {};
 }
+
+std::string torch_unavailable_reason() { return torch_python().problem; }
 
 std::string mpi_unavailable_reason()
 {

@@ -28,6 +28,8 @@ std::filesystem::path mpirun_path();
 // "" when the [mpi] tests can run here: mpirun exists and libkforge_mpi.so is beside the kforge
 // binary (kforge was built with MPI); otherwise why not.
 std::string mpi_unavailable_reason();
+// "" when a python3 here imports torch (util/torch_python.hpp), for the [torch] tests; else why not.
+std::string torch_unavailable_reason();
 // The environment mpirun needs here: as root, Open MPI refuses to run without these.
 std::vector<std::string> mpirun_env();
 

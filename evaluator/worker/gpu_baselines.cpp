@@ -16,6 +16,7 @@
 
 #include "evaluator/worker/gpu_runner.hpp"
 #include "evaluator/worker/vendor_baseline.hpp"
+#include "util/error.hpp"
 
 namespace kforge {
 
@@ -71,6 +72,9 @@ std::string CandidateRunner::check_vendor_run(const VendorBaseline& baseline, co
 BaselineTimings CandidateRunner::time_baselines(TimingLevel level, const VendorLibrary* library,
                                                 std::chrono::milliseconds deadline)
 {
+    if (!m_reference)
+        fail_runtime("internal: time_baselines needs a reference kernel (a PyTorch program is timed by "
+                     "time_program_baselines)");
     BaselineTimings out;
     out.vendor = initial_statuses(m_task, library);
     auto usable = [&](size_t i) { return out.vendor[i].reason.empty(); };
@@ -98,7 +102,7 @@ BaselineTimings CandidateRunner::time_baselines(TimingLevel level, const VendorL
         Bound no_scratch;
         // A routine that fails while being timed is dropped and the shape measured again without it.
         for (;;) {
-            std::vector<TimingSubject> subjects{subject_for("reference", m_reference, plan, bound)};
+            std::vector<TimingSubject> subjects{subject_for("reference", *m_reference, plan, bound)};
             for (auto& run : runs) {
                 TimingSubject subject;
                 subject.label = run.baseline.routine();

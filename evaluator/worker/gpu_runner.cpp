@@ -54,11 +54,11 @@ struct CandidateRunner::Loaded {
 
 CandidateRunner::CandidateRunner(const Task& task, const GpuContext& context, const InternalKernels& kernels,
                                  Workspace& workspace, Timer& timer, const DevicePeaks& peaks,
-                                 const LoadedKernels& reference, const Plan& reference_plan, ParamPoint reference_params,
-                                 RangeProfiler& profiler)
+                                 const LoadedKernels* reference, const Plan& reference_plan, ParamPoint reference_params,
+                                 RangeProfiler& profiler, TorchReference* program)
     : m_task(task), m_context(context), m_kernels(kernels), m_workspace(workspace), m_timer(timer), m_peaks(peaks),
       m_reference(reference), m_reference_plan(reference_plan), m_reference_params(std::move(reference_params)),
-      m_profiler(profiler)
+      m_profiler(profiler), m_program(program)
 {
 }
 
@@ -324,13 +324,14 @@ std::optional<Verdict> CandidateRunner::time_shape(const Loaded& loaded, const S
     m_workspace.prepare(shape, 0);
     Bound bound = bind(plan);
     std::vector<TimingSubject> subjects{subject_for("candidate", loaded.kernels, plan, bound)};
-    // Confirmation interleaves the reference sample by sample, so both see the same clocks.
+    // Confirmation interleaves the reference kernel sample by sample, so both see the same clocks
+    // (a PyTorch program is timed by its own process, with the session's baselines).
     std::optional<ResolvedPlan> ref_plan;
     Bound ref_bound;
-    if (level == TimingLevel::confirm) {
+    if (level == TimingLevel::confirm && m_reference) {
         ref_plan = resolve_plan(m_task, m_reference_plan, shape, m_reference_params);
         ref_bound = bind(*ref_plan);
-        subjects.push_back(subject_for("reference", m_reference, *ref_plan, ref_bound));
+        subjects.push_back(subject_for("reference", *m_reference, *ref_plan, ref_bound));
     }
     bool timed_out = false;
     std::vector<SampleStats> stats = m_timer.measure(subjects, timing_settings_for(level), deadline, timed_out);

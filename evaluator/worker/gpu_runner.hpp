@@ -67,9 +67,12 @@ TimingSettings timing_settings_for(TimingLevel level);
 class CandidateRunner
 {
 public:
+    // `reference` is the task's reference kernel, or null when the reference is a PyTorch program
+    // (`program`, which then also stands for the reference in the baselines).
     CandidateRunner(const Task& task, const GpuContext& context, const InternalKernels& kernels, Workspace& workspace,
-                    Timer& timer, const DevicePeaks& peaks, const LoadedKernels& reference,
-                    const Plan& reference_plan, ParamPoint reference_params, RangeProfiler& profiler);
+                    Timer& timer, const DevicePeaks& peaks, const LoadedKernels* reference,
+                    const Plan& reference_plan, ParamPoint reference_params, RangeProfiler& profiler,
+                    TorchReference* program = nullptr);
 
     VariantOutcome run(const VariantRequest& request);
     // Times the reference on every bench shape and, with a `library`, the task's vendor routines
@@ -79,6 +82,14 @@ public:
     // disagreement means kforge's operand mapping for it is wrong). A routine is timed on all bench
     // shapes or on none. Without a library every routine is reported as switched off.
     BaselineTimings time_baselines(TimingLevel level, const VendorLibrary* library, std::chrono::milliseconds deadline);
+    // PyTorch-program tasks: the program in eager mode is the reference (subject "reference") and,
+    // with `compile`, torch.compile a baseline ("torch_compile"), both timed by the reference
+    // process on this GPU with an L2 flush per sample (torch_reference.hpp).
+    BaselineTimings time_program_baselines(bool compile);
+    // PyTorch-program tasks: the program's own outputs (in its dtypes) against the expected ones
+    // under the task's check, on every shape of `shapes`: "" when it passes everywhere, else the
+    // first failure. A program that fails its own check has a tolerance too tight for it.
+    std::string check_program(const std::vector<const Shape*>& shapes);
 
 private:
     struct Loaded;
@@ -114,10 +125,11 @@ private:
     Workspace& m_workspace;
     Timer& m_timer;
     const DevicePeaks& m_peaks;
-    const LoadedKernels& m_reference;
+    const LoadedKernels* m_reference;
     const Plan& m_reference_plan;
     ParamPoint m_reference_params;
     RangeProfiler& m_profiler;
+    TorchReference* m_program;
     uint64_t m_poison_counter = 1;
 };
 

@@ -65,6 +65,7 @@ public:
     // stats when the run timed out (then `timed_out` is set) or records do not match.
     // Enqueues one L2 flush (the same one every timing sample starts with).
     void enqueue_flush() const;
+    size_t flush_bytes() const { return m_flush.bytes(); }
 
     std::vector<SampleStats> measure(const std::vector<TimingSubject>& subjects, const TimingSettings& settings,
                                      std::chrono::milliseconds run_deadline, bool& timed_out);

@@ -68,6 +68,7 @@ struct WorkerState {
     std::unique_ptr<InternalKernels> kernels;
     std::unique_ptr<Task> task;
     std::unique_ptr<LoadedKernels> reference;
+    std::unique_ptr<TorchReference> program;  // tasks whose reference is a PyTorch program
     ParamPoint reference_params;
     std::unique_ptr<Workspace> workspace;
     std::unique_ptr<Timer> timer;
@@ -132,6 +133,46 @@ Json handle_probe_counters(WorkerState& state)
     return Json{{"ok", true}, {"counters", ""}, {"dram_bytes_written", values["dram_bytes_written"]}};
 }
 
+// What every task's worker needs after its workspace: the timer, the device's peaks, the
+// profiler and the runner.
+void make_runner(WorkerState& state)
+{
+    const Task& task = *state.task;
+    size_t flush = std::max<size_t>(size_t{256} << 20, 4 * static_cast<size_t>(state.context->facts().l2_bytes));
+    state.timer = std::make_unique<Timer>(*state.context, *state.kernels, flush);
+    state.peaks = theoretical_peaks(state.context->facts());
+    state.peaks.measured_dram_bytes_per_s = measure_copy_bandwidth(*state.context);
+    state.profiler = std::make_unique<RangeProfiler>(*state.context);
+    state.runner = std::make_unique<CandidateRunner>(task, *state.context, *state.kernels, *state.workspace,
+                                                     *state.timer, state.peaks, state.reference.get(),
+                                                     task.reference.plan, state.reference_params, *state.profiler,
+                                                     state.program.get());
+}
+
+// A task whose reference is a PyTorch program: its reference process instead of a compiled kernel.
+Json setup_program(WorkerState& state, uint64_t secret, std::chrono::steady_clock::time_point begin)
+{
+    const Task& task = *state.task;
+    state.program = std::make_unique<TorchReference>(task, "cuda");
+    try {
+        state.program->ensure_running();
+    } catch (const Error& e) {
+        return Json{{"ok", false}, {"error", e.what()}};
+    }
+    state.workspace = std::make_unique<Workspace>(task, *state.context, *state.kernels, secret, nullptr,
+                                                  task.reference.plan, ParamPoint{}, state.program.get());
+    make_runner(state);
+    const Json& program = state.program->setup_reply();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    return Json{{"ok", true},
+                {"peaks", state.peaks.to_json()},
+                {"setup_seconds", seconds},
+                {"internal_compile_seconds", state.kernels->compile_seconds()},
+                {"reference_compile_seconds", 0.0},
+                {"torch", program.value("torch", "")},
+                {"counters", state.profiler->problem()}};
+}
+
 Json handle_setup(WorkerState& state, const Json& request)
 {
     if (!state.context)
@@ -146,6 +187,9 @@ Json handle_setup(WorkerState& state, const Json& request)
     state.kernels = std::make_unique<InternalKernels>(*state.context, cache_dir);
 
     const Task& task = *state.task;
+    uint64_t secret = request.value("run_secret", uint64_t{0});
+    if (task.is_torch())
+        return setup_program(state, secret, begin);
     CompileRequest compile;
     compile.source = task.reference.source;
     compile.arch = state.context->facts().arch();
@@ -166,17 +210,9 @@ Json handle_setup(WorkerState& state, const Json& request)
     if (!compiled.ok)
         return Json{{"ok", false}, {"error", fmt::format("the task's reference does not compile:\n{}", compiled.message)}};
     state.reference = std::make_unique<LoadedKernels>(compiled.cubin, compile.kernels);
-    uint64_t secret = request.value("run_secret", uint64_t{0});
-    state.workspace = std::make_unique<Workspace>(task, *state.context, *state.kernels, secret, *state.reference,
+    state.workspace = std::make_unique<Workspace>(task, *state.context, *state.kernels, secret, state.reference.get(),
                                                   task.reference.plan, state.reference_params);
-    size_t flush = std::max<size_t>(size_t{256} << 20, 4 * static_cast<size_t>(state.context->facts().l2_bytes));
-    state.timer = std::make_unique<Timer>(*state.context, *state.kernels, flush);
-    state.peaks = theoretical_peaks(state.context->facts());
-    state.peaks.measured_dram_bytes_per_s = measure_copy_bandwidth(*state.context);
-    state.profiler = std::make_unique<RangeProfiler>(*state.context);
-    state.runner = std::make_unique<CandidateRunner>(task, *state.context, *state.kernels, *state.workspace,
-                                                     *state.timer, state.peaks, *state.reference, task.reference.plan,
-                                                     state.reference_params, *state.profiler);
+    make_runner(state);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     return Json{{"ok", true},
                 {"peaks", state.peaks.to_json()},
@@ -199,8 +235,11 @@ Json handle_time_reference(WorkerState& state, const Json& request)
         library_json = Json{{"path", library->path().string()}, {"versions", library->versions()},
                             {"reason", library->reason()}};
     }
-    BaselineTimings timings = state.runner->time_baselines(parse_level(request.value("level", "quick")), library,
-                                                           std::chrono::milliseconds(request.value("deadline_ms", 60000)));
+    BaselineTimings timings =
+        state.task->is_torch()
+            ? state.runner->time_program_baselines(request.value("vendor", false))
+            : state.runner->time_baselines(parse_level(request.value("level", "quick")), library,
+                                           std::chrono::milliseconds(request.value("deadline_ms", 60000)));
     if (!timings.problem.empty())
         return Json{{"ok", false}, {"error", timings.problem}};
     Json list = Json::array();
@@ -210,6 +249,21 @@ Json handle_time_reference(WorkerState& state, const Json& request)
     for (const auto& status : timings.vendor)
         vendor.push_back(vendor_status_to_json(status));
     return Json{{"ok", true}, {"measurements", list}, {"vendor", vendor}, {"vendor_library", library_json}};
+}
+
+// PyTorch-program tasks: does the program itself pass the task's check on these shape sets?
+Json handle_check_program(WorkerState& state, const Json& request)
+{
+    if (!state.runner || !state.task->is_torch())
+        return Json{{"ok", false}, {"error", "check_program needs a PyTorch-program task set up"}};
+    std::vector<const Shape*> shapes;
+    for (const auto& set : request.value("sets", Json::array({"tests"}))) {
+        const std::string name = set.get<std::string>();
+        const auto& list = name == "bench" ? state.task->bench : name == "held_out" ? state.task->held_out : state.task->tests;
+        for (const auto& shape : list)
+            shapes.push_back(&shape);
+    }
+    return Json{{"ok", true}, {"problem", state.runner->check_program(shapes)}};
 }
 
 Json handle_run_variant(WorkerState& state, const Json& request)
@@ -270,6 +324,8 @@ int run_gpu_worker()
                 reply = handle_time_reference(state, request);
             else if (op == "run_variant")
                 reply = handle_run_variant(state, request);
+            else if (op == "check_program")
+                reply = handle_check_program(state, request);
             else
                 reply = Json{{"ok", false}, {"error", "unknown op '" + op + "'"}};
         } catch (const CudaError& e) {

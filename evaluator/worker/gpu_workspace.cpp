@@ -9,6 +9,7 @@
 #include "evaluator/worker/csr_generate.hpp"
 #include "util/error.hpp"
 #include "util/hash.hpp"
+#include "util/log.hpp"
 #include "util/rng.hpp"
 
 namespace kforge {
@@ -115,10 +116,29 @@ std::string GuardedBuffer::check_guards(const std::string& label) const
 }
 
 Workspace::Workspace(const Task& task, const GpuContext& context, const InternalKernels& kernels, uint64_t run_secret,
-                     const LoadedKernels& reference, const Plan& reference_plan, ParamPoint reference_params)
+                     const LoadedKernels* reference, const Plan& reference_plan, ParamPoint reference_params,
+                     TorchReference* program)
     : m_task(task), m_context(context), m_kernels(kernels), m_secret(run_secret), m_reference(reference),
-      m_reference_plan(reference_plan), m_reference_params(std::move(reference_params))
+      m_reference_plan(reference_plan), m_reference_params(std::move(reference_params)), m_program(program)
 {
+    if (!m_reference && !m_program)
+        fail_runtime("internal: a workspace needs a reference kernel or a PyTorch program");
+}
+
+TensorLocation device_location(const DeviceMemory& allocation, uint64_t offset, uint64_t bytes)
+{
+    CUipcMemHandle handle;
+    KF_CU_CHECK(driver().cuIpcGetMemHandle(&handle, allocation.get()));
+    static constexpr char k_hex[] = "0123456789abcdef";
+    TensorLocation location;
+    for (size_t i = 0; i < sizeof handle.reserved; ++i) {
+        auto byte = static_cast<unsigned char>(handle.reserved[i]);
+        location.ipc_handle += k_hex[byte >> 4];
+        location.ipc_handle += k_hex[byte & 15];
+    }
+    location.offset = offset;
+    location.bytes = bytes;
+    return location;
 }
 
 uint64_t Workspace::input_seed(const Shape& shape, int trial) const
@@ -130,7 +150,10 @@ void Workspace::clear()
 {
     m_tensors.clear();
     m_references.clear();
+    m_reference_last_use.clear();
+    m_reference_bytes = 0;
     m_csr_cache.clear();
+    m_program_inputs.clear();
     m_shape = nullptr;
     m_trial = -1;
 }
@@ -250,12 +273,19 @@ void Workspace::run_reference(const Shape& shape, int trial)
         KF_CU_CHECK(cu.cuMemsetD8Async(scratch.back().get(), 0, static_cast<size_t>(s.bytes), m_context.stream()));
         bindings[s.name] = scratch.back().get();
     }
-    launch_plan(m_reference, plan, bindings, m_context.stream());
+    launch_plan(*m_reference, plan, bindings, m_context.stream());
     // The reference is trusted but can still be slow on huge shapes; allow it minutes, not forever.
     if (wait_for_stream(m_context.stream(), std::chrono::steady_clock::now() + std::chrono::minutes(5)) !=
         WaitStatus::done)
         fail_runtime("the task's reference kernel did not finish within 5 minutes on {}", shape.label);
+    keep_reference(shape, trial, std::move(ref));
+}
 
+void Workspace::keep_reference(const Shape& shape, int trial, ReferenceOutputs ref)
+{
+    for (const auto& [name, data] : m_tensors)
+        if (data.spec->intent == Intent::in)
+            ref.input_checksums[name] = data.input_checksum;
     // Tolerances may scale with the reference's magnitude or an input's sum of |x|.
     ExprScope scope = m_task.scope_for(shape);
     for (auto& [name, data] : m_tensors) {
@@ -283,22 +313,143 @@ void Workspace::run_reference(const Shape& shape, int trial)
         }
         ref.tolerance[name] = {atol, rtol};
     }
-    m_references[reference_key(shape, trial)] = std::move(ref);
+    std::string key = reference_key(shape, trial);
+    for (const auto& [name, out] : ref.outputs)
+        m_reference_bytes += out.bytes();
+    m_references[key] = std::move(ref);
+    touch_reference(key);
+    evict_references(key);
+}
+
+void Workspace::touch_reference(const std::string& key) { m_reference_last_use[key] = ++m_use_clock; }
+
+void Workspace::evict_references(const std::string& keep)
+{
+    if (m_reference_budget == 0) {
+        size_t free_bytes = 0, total = 0;
+        KF_CU_CHECK(driver().cuMemGetInfo(&free_bytes, &total));
+        m_reference_budget = total / 4;
+    }
+    while (m_reference_bytes > m_reference_budget && m_references.size() > 1) {
+        auto oldest = m_reference_last_use.end();
+        for (auto it = m_reference_last_use.begin(); it != m_reference_last_use.end(); ++it)
+            if (it->first != keep && (oldest == m_reference_last_use.end() || it->second < oldest->second))
+                oldest = it;
+        if (oldest == m_reference_last_use.end())
+            return;
+        auto entry = m_references.find(oldest->first);
+        for (const auto& [name, out] : entry->second.outputs)
+            m_reference_bytes -= out.bytes();
+        m_references.erase(entry);
+        m_reference_last_use.erase(oldest);
+    }
 }
 
 std::map<std::string, TensorData, std::less<>>& Workspace::prepare(const Shape& shape, int trial)
 {
     if (m_shape != &shape)
         allocate(shape);
+    if (m_program) {
+        prepare_from_program(shape, trial);
+        return m_tensors;
+    }
     generate_inputs(shape, trial);
     if (!m_references.count(reference_key(shape, trial)))
         run_reference(shape, trial);
     return m_tensors;
 }
 
-const ReferenceOutputs& Workspace::reference(const Shape& shape, int trial) const
+void Workspace::checksum_inputs()
 {
-    return m_references.at(reference_key(shape, trial));
+    for (auto& [name, data] : m_tensors)
+        if (data.spec->intent == Intent::in)
+            data.input_checksum = m_kernels.checksum(data.buffer.ptr(), data.bytes);
+}
+
+void Workspace::prepare_from_program(const Shape& shape, int trial)
+{
+    const auto& cu = driver();
+    std::string key = reference_key(shape, trial);
+    auto cached = [&](const std::string& name) { return m_program_inputs.find(key + "#" + name); };
+    bool need_reference = !m_references.count(key);
+    bool all_cached = !need_reference;
+    for (auto& [name, data] : m_tensors)
+        if (data.spec->intent == Intent::in && cached(name) == m_program_inputs.end())
+            all_cached = false;
+    if (all_cached) {
+        for (auto& [name, data] : m_tensors)
+            if (data.spec->intent == Intent::in)
+                KF_CU_CHECK(cu.cuMemcpyDtoDAsync(data.buffer.ptr(), cached(name)->second.get(), data.bytes,
+                                                 m_context.stream()));
+        KF_CU_CHECK(cu.cuStreamSynchronize(m_context.stream()));
+    } else {
+        // The program writes straight into this worker's buffers; nothing of ours may still be
+        // writing them.
+        KF_CU_CHECK(cu.cuStreamSynchronize(m_context.stream()));
+        TensorLocations locations;
+        uint64_t input_bytes = 0;
+        for (auto& [name, data] : m_tensors)
+            if (data.spec->intent == Intent::in) {
+                locations[name] = device_location(data.buffer.allocation(), k_guard_bytes, data.bytes);
+                input_bytes += data.bytes;
+            }
+        ReferenceOutputs ref;
+        if (need_reference)
+            for (auto& [name, data] : m_tensors)
+                if (data.spec->intent == Intent::out) {
+                    DeviceMemory out(data.bytes);
+                    locations[name] = device_location(out, 0, data.bytes);
+                    ref.outputs.emplace(name, std::move(out));
+                }
+        Json reply = m_program->prepare(shape, input_seed(shape, trial),
+                                        need_reference ? ProgramOutputs::expected : ProgramOutputs::none, locations);
+        if (need_reference && reply.value("precision", "") != "fp64" && !reply.value("note", "").empty())
+            log_debug("reference outputs on {} in the program's own dtypes: {}", shape.label, reply.value("note", ""));
+        // Small inputs are kept: test shapes run many times per candidate.
+        constexpr uint64_t k_keep_inputs_bytes = uint64_t{64} << 20;
+        if (input_bytes <= k_keep_inputs_bytes)
+            for (auto& [name, data] : m_tensors)
+                if (data.spec->intent == Intent::in) {
+                    DeviceMemory copy(data.bytes);
+                    KF_CU_CHECK(cu.cuMemcpyDtoDAsync(copy.get(), data.buffer.ptr(), data.bytes, m_context.stream()));
+                    m_program_inputs[key + "#" + name] = std::move(copy);
+                }
+        KF_CU_CHECK(cu.cuStreamSynchronize(m_context.stream()));
+        checksum_inputs();
+        if (need_reference) {
+            keep_reference(shape, trial, std::move(ref));
+        } else {
+            // Inputs made again must be the ones the expected outputs were computed from.
+            for (const auto& [name, sum] : m_references.at(key).input_checksums)
+                if (m_tensors.at(name).input_checksum != sum)
+                    fail_runtime("the PyTorch program made different values for '{}' on {} from the same seed: "
+                                 "its get_inputs() or get_init_inputs() is not deterministic",
+                                 name, shape.label);
+        }
+    }
+    if (all_cached)
+        checksum_inputs();
+    m_shape = &shape;
+    m_trial = trial;
+}
+
+void Workspace::write_program_outputs()
+{
+    if (!m_program || !m_shape)
+        fail_runtime("internal: write_program_outputs needs a PyTorch-program task with a loaded shape");
+    KF_CU_CHECK(driver().cuStreamSynchronize(m_context.stream()));
+    TensorLocations locations;
+    for (auto& [name, data] : m_tensors)
+        if (data.spec->intent == Intent::out)
+            locations[name] = device_location(data.buffer.allocation(), k_guard_bytes, data.bytes);
+    m_program->prepare(*m_shape, input_seed(*m_shape, m_trial), ProgramOutputs::program, locations);
+}
+
+const ReferenceOutputs& Workspace::reference(const Shape& shape, int trial)
+{
+    std::string key = reference_key(shape, trial);
+    touch_reference(key);
+    return m_references.at(key);
 }
 
 void Workspace::reset_outputs(uint64_t poison_seed)
@@ -348,6 +499,9 @@ std::string Workspace::check_reference_integrity(const Shape& shape, int trial)
         return "";
     for (const auto& [name, out] : it->second.outputs) {
         if (m_kernels.checksum(out.get(), m_tensors.at(name).bytes) != it->second.checksums.at(name)) {
+            for (const auto& [each, memory] : it->second.outputs)
+                m_reference_bytes -= memory.bytes();
+            m_reference_last_use.erase(it->first);
             m_references.erase(it);
             return fmt::format("changed memory outside its own buffers (kforge's reference copy of '{}')", name);
         }

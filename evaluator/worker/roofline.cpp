@@ -89,7 +89,7 @@ RooflinePoint roofline_at(const Task& task, const Shape& shape, const DevicePeak
 {
     RooflinePoint point;
     ExprScope scope = task.scope_for(shape);
-    point.flops = task.roofline.flops.eval_real(scope);
+    point.flops = shape.flops ? *shape.flops : task.roofline.flops.eval_real(scope);
     point.bytes = task.roofline.bytes.eval_real(scope);
     double peak = peaks.compute_peak(task.roofline.peak);
     double compute_ns = peak > 0 ? point.flops / peak * 1e9 : 0;

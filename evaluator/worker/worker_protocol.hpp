@@ -13,6 +13,8 @@
 //                   -> {"verdict", "restart", "measurements", "resources", "notes", "profile"};
 //                   timing is none, sweep, quick or confirm; each phase runs only when asked, so the
 //                   measurement memo can ask for just the phases it lacks (e.g. the held-out check)
+//   check_program   {sets: ["tests", "bench", "held_out"]} -> {"problem": "" or the first failure}: for a
+//                   task whose reference is a PyTorch program, the program's own outputs under the check
 // A reply with "restart": true means the worker's CUDA context is unusable; the worker exits right
 // after sending it and the controller starts a new one before the next request.
 #pragma once

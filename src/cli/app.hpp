@@ -24,6 +24,8 @@ void add_lessons_command(CLI::App& app, CommandSlot& slot);
 void add_optimize_command(CLI::App& app, CommandSlot& slot);
 void add_resume_command(CLI::App& app, CommandSlot& slot);
 void add_task_command(CLI::App& app, CommandSlot& slot);
+// `task import`, registered under `task` by add_task_command.
+void add_task_import_command(CLI::App& task, CommandSlot& slot);
 void add_propose_command(CLI::App& app, CommandSlot& slot);
 void add_report_command(CLI::App& app, CommandSlot& slot);
 void add_worker_command(CLI::App& app, CommandSlot& slot);

@@ -55,6 +55,7 @@ struct DatasetCounts
     int64_t candidates = 0;
     int64_t with_call = 0; // candidate records carrying their model call
     int64_t calls = 0;     // records of model calls without a candidate
+    int64_t plan_calls = 0; // planner calls inside candidate records (two-phase proposals)
 };
 
 // Where records go: stdout, or a file beside the output that becomes it in finish(). Destroyed
@@ -163,12 +164,25 @@ void write_archive(Archive& archive, const DatasetOptions& options, RecordSink& 
             }
             if (candidate.llm_call_id)
                 named_calls.insert(*candidate.llm_call_id);
+            std::optional<CandidatePlan> plan = archive.candidate_plan(candidate.id);
+            if (plan)
+                named_calls.insert(plan->call_ids.begin(), plan->call_ids.end());
             if (!keep(options.only, candidate, improvement))
                 return;
             std::optional<LlmCallRecord> call;
             if (candidate.llm_call_id)
                 call = archive.llm_call(*candidate.llm_call_id);
-            sink.write(candidate_record(run, candidate, call ? &*call : nullptr, improvement));
+            Json plan_json;
+            if (plan) {
+                std::vector<LlmCallRecord> plan_calls; // the planner's, but for the record's own call
+                for (int64_t id : plan->call_ids)
+                    if (id != candidate.llm_call_id.value_or(0))
+                        if (auto planner_call = archive.llm_call(id))
+                            plan_calls.push_back(std::move(*planner_call));
+                counts.plan_calls += static_cast<int64_t>(plan_calls.size());
+                plan_json = plan_record(*plan, plan_calls);
+            }
+            sink.write(candidate_record(run, candidate, call ? &*call : nullptr, improvement, plan_json));
             ++counts.candidates;
             counts.with_call += call && is_model_call(*call) ? 1 : 0;
         });
@@ -222,10 +236,11 @@ int run_dataset(const DatasetOptions& options)
             throw;
         throw Error(e.kind(), fmt::format("{}; {} was not written", e.what(), options.output));
     }
-    log_info("wrote {} record{} to {}: {} candidates ({} with their model call), {} model calls "
+    std::string planners = counts.plan_calls > 0 ? fmt::format(" and {} planner calls", counts.plan_calls) : "";
+    log_info("wrote {} record{} to {}: {} candidates ({} with their model call{}), {} model calls "
              "without a candidate, from {} archive{}",
              sink.records(), sink.records() == 1 ? "" : "s",
-             options.output == "-" ? "stdout" : options.output, counts.candidates, counts.with_call,
+             options.output == "-" ? "stdout" : options.output, counts.candidates, counts.with_call, planners,
              counts.calls, options.archives.size(), options.archives.size() == 1 ? "" : "s");
     return k_exit_ok;
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "agents/call_record_json.hpp"
+#include "cli/inspect_report.hpp"
 #include "search/budget.hpp"
 
 namespace kforge {
@@ -186,8 +187,19 @@ Improvement judge_improvement(const Candidate& candidate, std::optional<double> 
     return judged;
 }
 
+Json plan_record(const CandidatePlan& plan, const std::vector<LlmCallRecord>& calls)
+{
+    Json record = plan_json(plan);
+    record.erase("plan_calls");
+    Json full = Json::array();
+    for (const auto& call : calls)
+        full.push_back(call_json(call));
+    record["calls"] = full;
+    return record;
+}
+
 Json candidate_record(const DatasetRun& run, const Candidate& candidate, const LlmCallRecord* call,
-                      const Improvement& improvement)
+                      const Improvement& improvement, const Json& plan)
 {
     const Evaluation& eval = candidate.evaluation;
     Json record = record_head(run, "candidate");
@@ -218,6 +230,7 @@ Json candidate_record(const DatasetRun& run, const Candidate& candidate, const L
     bool model = call && is_model_call(*call);
     record["call"] = model ? call_json(*call) : Json();
     record["builtin"] = call && !model ? call->request : Json();
+    record["plan"] = plan;
     return record;
 }
 

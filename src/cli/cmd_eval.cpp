@@ -170,9 +170,13 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
 
     Json shapes = Json::array();
     TextTable table({{"shape"}, {"median", TextTable::Align::right}, {"IQR", TextTable::Align::right},
-                     {"samples", TextTable::Align::right}, {"reference", TextTable::Align::right},
+                     {"samples", TextTable::Align::right},
+                     {baseline_label(task.reference_kind, "reference"), TextTable::Align::right},
                      {"speedup", TextTable::Align::right},
-                     {vendor_subject.empty() ? "vendor" : vendor_timed->library, TextTable::Align::right},
+                     {vendor_subject.empty()                ? "vendor"
+                      : vendor_subject == "torch_compile" ? baseline_label(task.reference_kind, vendor_subject)
+                                                          : vendor_timed->library,
+                      TextTable::Align::right},
                      {"vs vendor", TextTable::Align::right}, {"% roofline", TextTable::Align::right},
                      {"% measured BW roofline", TextTable::Align::right}});
     for (const auto& m : evaluation.measurements) {

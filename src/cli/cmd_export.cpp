@@ -279,6 +279,9 @@ struct ExportFiles
     std::string cu;
     std::string header; // --launcher
     std::string loader; // --torch
+    // --torch on a task imported from a PyTorch program: the program, beside the loader's ModelNew.
+    std::string problem_name;
+    std::string problem;
 };
 
 ExportFiles build_export(const Archive& archive, const Candidate& candidate,
@@ -328,8 +331,17 @@ ExportFiles build_export(const Archive& archive, const Candidate& candidate,
     }
     if (options.host == HostCode::launcher)
         files.header = generate_launcher_header(*host, cu_name, header_name);
-    if (options.host == HostCode::torch)
+    if (options.host == HostCode::torch) {
         files.loader = generate_torch_loader(*host, cu_name, loader_name);
+        if (parts.task->is_torch()) {
+            files.problem_name = parts.task->reference.path.filename().string();
+            files.problem = parts.task->reference.source;
+            // Before the loader's `if __name__ == "__main__":` block, so it reads top to bottom.
+            std::string model_new = generate_model_new(*host, files.problem_name);
+            auto main_block = files.loader.rfind("\n\nif __name__ ==");
+            files.loader.insert(main_block == std::string::npos ? files.loader.size() : main_block, model_new);
+        }
+    }
     return files;
 }
 
@@ -378,6 +390,19 @@ int run_export(const ExportOptions& options)
         auto path = cu_path.parent_path() / (cu_path.stem().string() + "_load.py");
         write_file_atomic(path, files.loader);
         beside.push_back(path.string());
+    }
+    if (!files.problem.empty()) {
+        // ModelNew subclasses the program's Model: the program goes beside the loader, unless a
+        // file of that name is already there (the user's own copy, which must be the same program).
+        auto path = cu_path.parent_path() / files.problem_name;
+        std::error_code ec;
+        if (!std::filesystem::exists(path, ec)) {
+            write_file_atomic(path, files.problem);
+            beside.push_back(path.string());
+        } else if (read_file(path) != files.problem) {
+            log_warn("{} exists and differs from the program the task was imported from; ModelNew will subclass "
+                     "that file's Model", path.string());
+        }
     }
     write_file_atomic(options.output, files.cu);
     log_info("wrote {}{}: candidate #{} ({}{})", options.output,

@@ -121,6 +121,31 @@ public:
         return out;
     }
 
+    // The operator's arguments in schema order as Python expressions over `inputs` (what forward
+    // received) and `state` (the model's state_dict), for ModelNew.forward (imported tasks).
+    std::vector<std::string> python_arguments() const
+    {
+        std::vector<std::string> out;
+        auto from_program = [](const ArgSpec& arg) -> std::string {
+            switch (arg.from.kind) {
+            case ProgramSlot::Kind::input: return fmt::format("inputs[{}]", arg.from.index);
+            case ProgramSlot::Kind::param: return fmt::format("state[{}]", c_string(arg.from.key));
+            default: return "";
+            }
+        };
+        for (const auto& arg : m_task.args)
+            if (arg.is_tensor && arg.intent != Intent::out)
+                out.push_back(fmt::format("_contiguous({})", from_program(arg)));
+        for (const auto& name : m_int_args)
+            out.push_back(fmt::format("int(_PROBLEM.{})", name)); // a size no tensor shows: the file's value
+        for (const auto& [name, fallback] : real_args()) {
+            const ArgSpec* arg = m_task.find_arg(name);
+            std::string value = arg && arg->from.kind == ProgramSlot::Kind::input ? from_program(*arg) : fallback;
+            out.push_back(fmt::format("float({})", value));
+        }
+        return out;
+    }
+
 private:
     // Float scalars and their defaults ("" when the value depends on the sizes).
     std::vector<std::pair<std::string, std::string>> real_args() const
@@ -425,6 +450,49 @@ std::string torch_schema(const LauncherSource& source)
 std::string generate_torch_op(const LauncherSource& source)
 {
     return TorchOp(source).code();
+}
+
+std::string generate_model_new(const LauncherSource& source, const std::string& problem_file)
+{
+    const Task& task = source.task;
+    std::vector<std::string> args = TorchOp(source).python_arguments();
+    std::string text = fmt::format(R"py(
+
+
+# ---- ModelNew: the imported PyTorch program with kforge's kernels (task {task}) ----
+# {problem} is the program the task was imported from; kforge export wrote it beside this file.
+# ModelNew is Model with forward() replaced by the kforge::{task} operator: the same constructor,
+# parameters and buffers (load Model's state_dict into it), the same outputs within the task's
+# tolerance, in eval mode.
+
+PROBLEM = os.path.join(HERE, "{problem}")
+
+
+def _load_problem():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("kforge_problem_{task}", PROBLEM)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _contiguous(value):
+    return value.contiguous() if isinstance(value, torch.Tensor) else value
+
+
+if os.path.exists(PROBLEM):
+    _PROBLEM = _load_problem()
+
+    class ModelNew(_PROBLEM.Model):
+        """{problem}'s Model with forward() running kforge::{task}."""
+
+        def forward(self, *inputs):
+            state = self.state_dict(keep_vars=True)
+            return load_op()({args})
+)py",
+                                   fmt::arg("task", task.name), fmt::arg("problem", problem_file),
+                                   fmt::arg("args", join(args, ", ")));
+    return text;
 }
 
 } // namespace kforge

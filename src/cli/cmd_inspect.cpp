@@ -14,6 +14,7 @@
 #include "cli/option_checks.hpp"
 #include "cli/inspect_report.hpp"
 #include "cli/table.hpp"
+#include "core/task.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 
@@ -28,6 +29,7 @@ Json run_section(const RunInfo& run)
     return {{"run_id", run.run_id},
             {"task", run.task_name},
             {"task_hash", run.task_hash},
+            {"reference_kind", reference_kind_name(spec_reference_kind(run.task_spec))},
             {"state", run.state},
             {"started_at", run.started_at},
             {"updated_at", run.updated_at},
@@ -298,8 +300,14 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
                        *options.lineage, candidate_count.get<int64_t>());
         if (!chain.empty()) {
             Json lineage = Json::array();
-            for (const auto& summary : chain)
-                lineage.push_back(summary_json(summary));
+            for (const auto& summary : chain) {
+                Json row = summary_json(summary);
+                row["plan"] = readable(damaged, Json(), [&] {
+                    auto plan = archive.candidate_plan(summary.id);
+                    return plan ? plan_json(*plan) : Json();
+                });
+                lineage.push_back(row);
+            }
             report["lineage"] = lineage;
             // Parents recorded as each other's ancestors: the walk stopped where the loop closes.
             const auto& last = chain.back();
@@ -313,6 +321,8 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
     if (options.grid)
         if (Json grid = readable(damaged, Json(), [&] { return grid_section(archive); }); !grid.is_null())
             report["grid"] = grid;
+    if (Json techniques = readable(damaged, Json(), [&] { return techniques_section(archive); }); !techniques.is_null())
+        report["techniques"] = techniques;
     if (!damaged.empty())
         report["damaged"] = damaged;
     return report;

@@ -5,6 +5,7 @@
 
 #include "cli/inspect_report.hpp"
 #include "cli/table.hpp"
+#include "core/task.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
@@ -135,8 +136,8 @@ std::string top_block(const Json& report)
                           [baseline["shape_label"].get<std::string>()] =
                               baseline["median_ns"].get<double>();
     for (const auto& [subject, times] : baseline_times) {
-        std::vector<std::string> cells{
-            subject, subject == "reference" ? "1.00x" : "", "", "", "baseline", "", ""};
+        std::vector<std::string> cells{baseline_label(report["run"].value("reference_kind", std::string("cuda")), subject),
+                                       subject == "reference" ? "1.00x" : "", "", "", "baseline", "", ""};
         for (const auto& label : labels) {
             auto it = times.find(label.get<std::string>());
             cells.push_back(it == times.end() ? "-" : format_duration_ns(it->second));
@@ -232,13 +233,25 @@ std::string lineage_block(const Json& lineage)
                      {"verdict"},
                      {"fitness", Align::right},
                      {"params"},
+                     {"plan"},
                      {"note"}});
     for (const auto& row : lineage)
         table.add_row({id_text(row["id"]), std::to_string(row["generation"].get<int>()),
                        std::to_string(row["island"].get<int>()), str(row["origin"]),
                        str(row["verdict"]), format_fitness(row["fitness"]),
-                       format_params(row["params"]), str(row["note"])});
-    return out + table.render();
+                       format_params(row["params"]), plan_summary_text(row.value("plan", Json())),
+                       str(row["note"])});
+    out += table.render();
+    // Each plan's steps under the table, so the chain reads as what was planned and what it did.
+    for (const auto& row : lineage) {
+        const Json& plan = row.value("plan", Json());
+        if (plan.is_null() || plan["status"] == "failed")
+            continue;
+        out += fmt::format("  plan of {}: {}\n", id_text(row["id"]), plan_summary_text(plan));
+        for (size_t i = 0; i < plan["steps"].size(); ++i)
+            out += fmt::format("    {}. {}\n", i + 1, plan["steps"][i].get<std::string>());
+    }
+    return out;
 }
 
 } // namespace
@@ -259,6 +272,8 @@ std::string render_inspect_text(const Json& report)
                                       render_gpus_text(report["gpus"])});
     if (report.contains("grid"))
         sections.push_back(render_grid_text(report["grid"]));
+    if (report.contains("techniques") && report["techniques"]["plans"].get<int64_t>() > 0)
+        sections.push_back(render_techniques_text(report["techniques"]));
     if (report.contains("lineage"))
         sections.push_back(lineage_block(report["lineage"]));
     if (report.contains("calls"))

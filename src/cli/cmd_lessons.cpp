@@ -1,8 +1,11 @@
 // `kforge lessons`: what the analyst has learnt, from the user-level knowledge base (default) or
 // one run archive (--archive); filtered by task, category and tag; printed, exported as JSONL
 // (one `kforge.lesson/1` object per line, the format --import reads), or imported from such a file
-// into the knowledge base (how lessons move between machines).
+// into the knowledge base (how lessons move between machines). With --techniques it shows instead
+// what two-phase runs stored there: per task category, each technique's tries (tried, correct,
+// improved, mean gain, predicted against measured) and the best schedules.
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -26,6 +29,7 @@ struct LessonsOptions {
     std::string export_path;
     std::string import_path;
     bool json = false;
+    bool techniques = false;
 };
 
 struct Listed {
@@ -79,8 +83,58 @@ std::vector<Listed> gather(const LessonsOptions& options, std::string& source)
     return listed;
 }
 
+std::string ratio_text(const std::optional<double>& value)
+{
+    return value ? fmt::format("{:.2f}x", *value) : "-";
+}
+
+int list_techniques(const LessonsOptions& options)
+{
+    KnowledgeBase knowledge = KnowledgeBase::open(knowledge_path(options), KnowledgeAccess::read_only);
+    std::map<std::string, std::map<std::string, TechniqueTally>> by_category;
+    for (const auto& [run, one] : knowledge.technique_tries())
+        if (options.filter.category.empty() || one.category == options.filter.category)
+            by_category[one.category][one.technique].add(one);
+    Json out = Json::array();
+    std::string text;
+    for (const auto& [category, tallies] : by_category) {
+        Json rows = Json::array();
+        const auto right = TextTable::Align::right;
+        TextTable table({{"technique"}, {"tried", right}, {"correct", right}, {"improved", right},
+                         {"mean gain", right}, {"predicted", right}, {"measured", right}});
+        for (const auto& [id, t] : tallies) {
+            Json row = t.to_json();
+            row["technique"] = id;
+            rows.push_back(row);
+            table.add_row({id, std::to_string(t.tried), std::to_string(t.correct), std::to_string(t.improved),
+                           ratio_text(t.mean_gain()), ratio_text(t.mean_predicted()), ratio_text(t.mean_measured())});
+        }
+        Json schedules = Json::array();
+        std::string schedule_lines;
+        for (const auto& schedule : knowledge.schedules(category, "", 5)) {
+            schedules.push_back({{"run_id", schedule.run_id}, {"task", schedule.task_name},
+                                 {"speedup", schedule.speedup}, {"steps", schedule.steps_json()}});
+            schedule_lines += fmt::format("  {} ({}, {:.2f}x): {}\n", schedule.task_name, schedule.run_id,
+                                          schedule.speedup, schedule.describe());
+        }
+        out.push_back({{"category", category}, {"techniques", rows}, {"schedules", schedules}});
+        text += fmt::format("\n{} tasks\n{}", category.empty() ? "(no category)" : category, table.render());
+        if (!schedule_lines.empty())
+            text += "best schedules\n" + schedule_lines;
+    }
+    if (options.json)
+        fmt::print("{}\n", out.dump(2));
+    else if (by_category.empty())
+        fmt::print("no technique results in {}\n", knowledge.path().string());
+    else
+        fmt::print("technique results in {}\n{}", knowledge.path().string(), text);
+    return k_exit_ok;
+}
+
 int run_lessons(const LessonsOptions& options)
 {
+    if (options.techniques)
+        return list_techniques(options);
     if (!options.import_path.empty())
         return import_lessons(options);
     std::string source;
@@ -138,6 +192,9 @@ void add_lessons_command(CLI::App& app, CommandSlot& slot)
     cmd->add_flag("--json", o->json, "print the lessons as a JSON array");
     cmd->add_option("--export", o->export_path, "write the lessons to this file as JSONL");
     cmd->add_option("--import", o->import_path, "add the lessons of this JSONL file to the knowledge base");
+    cmd->add_flag("--techniques", o->techniques, "show the knowledge base's technique results instead: per task "
+                                                 "category (--category), each technique's tries and the best "
+                                                 "schedules of two-phase runs");
     cmd->callback([o, &slot] { slot = [o] { return run_lessons(*o); }; });
 }
 

@@ -96,6 +96,19 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
     cmd->add_option("--retries", o.retries, "retries after a transient failure (default 5)")->check(whole_number(0, 100));
     cmd->add_option("--retry-backoff", o.retry_backoff_s, "seconds before the first retry; doubles (default 1)")
         ->check(real_number(0, 3600));
+    cmd->add_option("--strategy", o.strategy,
+                    "direct: one model call per proposal (default); plan: a planner picks techniques from the task's "
+                    "optimisation menu, then a coder writes the kernel; mix: a share of each (--plan-share)")
+        ->check(CLI::IsMember({"direct", "plan", "mix"}));
+    cmd->add_option("--plan-share", o.plan_share, "with --strategy mix: the share of proposals made in two phases "
+                                                  "(default 0.5)");
+    cmd->add_option("--plan-explore", o.plan_explore, "the share of plans pointed at a technique drawn for exploration "
+                                                      "(an untried one first) rather than by its results (default 0.25)");
+    cmd->add_option("--planner-model", o.planner_models,
+                    "model(s) for the planning phase, like --model (default: the --model mix plans too)");
+    cmd->add_option("--menu", o.menu, "the optimisation menu by name (default: picked by the task's category and tags)");
+    cmd->add_option("--menus", o.menus_dir, "folder of optimisation menus (*.json) added to and overriding "
+                                            "prompts/menus (also $KFORGE_MENUS)");
     cmd->add_option("--gpus", o.gpus,
                     resume ? "GPUs to use: all, N (the first N) or indices such as 0,2,5 (default: the run's)"
                            : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5; "
@@ -104,14 +117,18 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
 
 Json RunConfig::to_json() const
 {
-    Json entries = Json::array();
-    for (const auto& m : models)
-        entries.push_back(Json{{"spec", m.spec},
-                               {"weight", m.weight},
-                               {"temperature", m.temperature ? Json(*m.temperature) : Json()},
-                               {"max_output_tokens", m.max_output_tokens}});
+    auto entries = [](const std::vector<ModelEntry>& list) {
+        Json json = Json::array();
+        for (const auto& m : list)
+            json.push_back(Json{{"spec", m.spec},
+                                {"weight", m.weight},
+                                {"temperature", m.temperature ? Json(*m.temperature) : Json()},
+                                {"max_output_tokens", m.max_output_tokens}});
+        return json;
+    };
     return Json{{"search", search.to_json()},
-                {"models", entries},
+                {"models", entries(models)},
+                {"planner_models", entries(planner_models)},
                 {"knowledge", knowledge ? Json(*knowledge) : Json()},
                 {"provider", provider},
                 {"evaluator", evaluator}};
@@ -124,16 +141,21 @@ RunConfig RunConfig::from_json(const Json& json, const std::string& what)
     if (!reader.is_object() || !reader.has("search"))
         reader.fail("not the configuration of a `kforge optimize` run (no search settings)");
     config.search = SearchConfig::from_json(reader.at("search").json(), what + ": search");
-    if (reader.has("models"))
-        for (const auto& m : reader.at("models").items()) {
+    auto read_models = [&](std::string_view key, std::vector<ModelEntry>& into) {
+        if (!reader.has(key))
+            return;
+        for (const auto& m : reader.at(key).items()) {
             ModelEntry entry;
             entry.spec = m.at("spec").as_string();
             entry.weight = m.get_number("weight", 1);
             if (m.has("temperature") && !m.at("temperature").json().is_null())
                 entry.temperature = m.at("temperature").as_number();
             entry.max_output_tokens = m.get_int("max_output_tokens", 8192);
-            config.models.push_back(entry);
+            into.push_back(entry);
         }
+    };
+    read_models("models", config.models);
+    read_models("planner_models", config.planner_models);
     if (reader.has("knowledge") && !reader.at("knowledge").json().is_null())
         config.knowledge = reader.at("knowledge").as_string();
     config.provider = json.value("provider", Json::object());
@@ -211,12 +233,30 @@ void apply_session_options(const SessionOptions& o, const BudgetBase& base, RunC
         if (config.models.size() != o.models.size() && !config.models.empty())
             fail(ErrorKind::usage, "--model builtin cannot be mixed with language models");
     }
-    for (auto& m : config.models) {
-        if (o.temperature)
-            m.temperature = o.temperature;
-        if (o.max_tokens)
-            m.max_output_tokens = *o.max_tokens;
+    if (!o.planner_models.empty()) {
+        config.planner_models.clear();
+        for (const auto& text : o.planner_models) {
+            ModelSpec spec = parse_model_spec(text);
+            if (spec.is_builtin())
+                fail(ErrorKind::usage, "--planner-model builtin: the builtin proposer does not plan; name a model");
+            config.planner_models.push_back({spec.label(), spec.weight, spec.temperature, spec.max_output_tokens});
+        }
     }
+    for (auto* list : {&config.models, &config.planner_models})
+        for (auto& m : *list) {
+            if (o.temperature)
+                m.temperature = o.temperature;
+            if (o.max_tokens)
+                m.max_output_tokens = *o.max_tokens;
+        }
+    if (!o.strategy.empty() || o.plan_share)
+        config.search.plan_share = parse_strategy(o.strategy.empty() ? "mix" : o.strategy, o.plan_share);
+    if (o.plan_explore)
+        config.search.plan_explore = *o.plan_explore;
+    if (!o.menu.empty())
+        config.search.menu = o.menu;
+    if (!o.menus_dir.empty())
+        config.provider["menus"] = std::filesystem::absolute(o.menus_dir).string();
     Json& p = config.provider;
     if (o.timeout_s)
         p["timeout_s"] = *o.timeout_s;
@@ -238,6 +278,15 @@ void apply_session_options(const SessionOptions& o, const BudgetBase& base, RunC
 Session::Session(const Task& task, const RunConfig& config) : m_task(task)
 {
     if (config.models.empty()) {
+        if (config.search.plan_share > 0)
+            log_warn("--strategy {} needs a model (--model): the builtin proposer proposes in one step",
+                     describe_strategy(config.search.plan_share));
+        // The builtin proposer explores the task's seed kernels; without any it has nothing to do.
+        if (task.seeds.empty())
+            fail(ErrorKind::usage,
+                 "task '{}' has no seed kernels, so the builtin offline proposer has nothing to start from: name a "
+                 "model (--model openai:MODEL, anthropic:MODEL, replay:FILE) or add seed kernels (\"seeds\") to {}",
+                 task.name, task.spec_path.empty() ? "the spec" : task.spec_path.string());
         auto builtin = std::make_unique<BuiltinProposer>();
         m_builtin = builtin.get();
         m_proposer = std::move(builtin);
@@ -253,16 +302,15 @@ Session::Session(const Task& task, const RunConfig& config) : m_task(task)
         settings.prices = prices;
         std::vector<std::string> labels;
         m_cost.models = true;
-        for (const auto& entry : config.models) {
+        auto add_model = [&](const ModelEntry& entry, ModelMix& mix) {
             ModelSpec spec = parse_model_spec(entry.spec);
             spec.weight = entry.weight;
             spec.temperature = entry.temperature;
             spec.max_output_tokens = entry.max_output_tokens;
-            m_models.add(std::shared_ptr<Provider>(make_provider(spec, settings)), spec.weight);
-            labels.push_back(spec.label());
+            mix.add(std::shared_ptr<Provider>(make_provider(spec, settings)), spec.weight);
             m_cost.max_output_tokens = std::max(m_cost.max_output_tokens, spec.max_output_tokens);
             if (spec.provider == k_provider_replay)
-                continue; // replayed calls cost nothing
+                return spec.label(); // replayed calls cost nothing
             if (const ModelPrice* price = prices->find(spec.provider, spec.model)) {
                 m_cost.input_usd_per_token = std::max(m_cost.input_usd_per_token, price->input / 1e6);
                 m_cost.output_usd_per_token = std::max(m_cost.output_usd_per_token, price->output / 1e6);
@@ -270,7 +318,22 @@ Session::Session(const Task& task, const RunConfig& config) : m_task(task)
                 log_warn("{} is not in the price table: its calls are counted but cost nothing, so --max-cost "
                          "cannot limit them (add it with --pricing FILE)", spec.label());
             }
+            return spec.label();
+        };
+        for (const auto& entry : config.models)
+            labels.push_back(add_model(entry, m_models));
+        if (config.search.plan_share > 0) {
+            std::vector<std::string> planners;
+            for (const auto& entry : config.planner_models)
+                planners.push_back(add_model(entry, m_planners));
+            MenuSet menus = MenuSet::load_default(p.value("menus", std::string()));
+            m_menu = std::make_unique<Menu>(menus.pick(task, config.search.menu));
+            log_info("{} proposals in two phases (a plan, then the code): menu {} ({} techniques), planner {}",
+                     config.search.plan_share >= 1 ? "all" : fmt::format("{:.0f}% of", 100 * config.search.plan_share),
+                     m_menu->name, m_menu->items.size(), planners.empty() ? "the same models" : join(planners, ", "));
         }
+        if (config.search.plan_share <= 0 && !config.planner_models.empty())
+            log_warn("--planner-model has no effect with --strategy direct (one call per proposal)");
         m_proposer = std::make_unique<LlmProposer>(m_models, *m_library);
         m_proposer_label = join(labels, ", ");
     }
@@ -306,6 +369,8 @@ SearchServices Session::services()
     services.models = m_builtin ? nullptr : &m_models;
     services.library = m_library.get();
     services.knowledge = m_knowledge.get();
+    services.planner = m_planners.size() > 0 ? &m_planners : nullptr;
+    services.menu = m_menu.get();
     services.cost = m_cost;
     return services;
 }

@@ -4,7 +4,8 @@
 //
 // The run configuration (RunInfo::config) is what a resumed run needs to continue the same run:
 // {"search": SearchConfig, "models": [{"spec", "weight", "temperature", "max_output_tokens"}],
-//  "knowledge": path or null, "provider": {timeouts, retries, pricing, prompts},
+//  "planner_models": [same; empty: the models plan too], "knowledge": path or null,
+//  "provider": {timeouts, retries, pricing, prompts, menus},
 //  "evaluator": {"arch", "compile_workers", "deadline_s", "gpus"}}. It never holds a key or the run
 // secret.
 #pragma once
@@ -43,6 +44,12 @@ struct SessionOptions {
     std::optional<double> timeout_s, connect_timeout_s, retry_backoff_s;
     std::optional<int> retries;
     std::string gpus;              // --gpus: all, N or indices ("" keeps the stored one)
+    std::string strategy;          // --strategy: direct | plan | mix ("" keeps the stored one)
+    std::optional<double> plan_share;   // --plan-share (with mix)
+    std::optional<double> plan_explore; // --plan-explore
+    std::vector<std::string> planner_models; // --planner-model
+    std::string menu;              // --menu NAME
+    std::string menus_dir;         // --menus DIR
 };
 
 // Registers the SessionOptions flags on `cmd`; `resume` changes the budget help texts ("+N").
@@ -58,6 +65,7 @@ struct ModelEntry {
 struct RunConfig {
     SearchConfig search;
     std::vector<ModelEntry> models; // empty: the builtin proposer
+    std::vector<ModelEntry> planner_models; // two-phase proposals' planners; empty: `models`
     std::optional<std::string> knowledge; // null: --no-knowledge
     Json provider = Json::object();
     Json evaluator = Json::object();
@@ -119,6 +127,8 @@ private:
     const Task& m_task;
     std::unique_ptr<PromptLibrary> m_library;
     ModelMix m_models;
+    ModelMix m_planners;           // empty: the models plan
+    std::unique_ptr<Menu> m_menu;  // set for two-phase proposals
     std::unique_ptr<Proposer> m_proposer;
     BuiltinProposer* m_builtin = nullptr;
     std::unique_ptr<KnowledgeBase> m_knowledge;

@@ -4,6 +4,7 @@
 
 #include "cli/cmd_optimize_common.hpp"
 #include "cli/table.hpp"
+#include "core/task.hpp"
 #include "search/progress.hpp"
 #include "search/summary.hpp"
 #include "util/error.hpp"
@@ -12,14 +13,15 @@
 namespace kforge {
 namespace {
 
-std::string render_best(const Json& best)
+std::string render_best(const Json& best, const std::string& reference_kind)
 {
     std::vector<std::string> params;
     for (const auto& [name, value] : best["params"].items())
         params.push_back(fmt::format("{}={}", name, value.dump()));
-    std::string text = fmt::format("best: #{} {:.3f}x the reference (geometric mean over the bench shapes), {} on island "
+    std::string text = fmt::format("best: #{} {:.3f}x {} (geometric mean over the bench shapes), {} on island "
                                    "{}{}\n      held-out shapes: {}\n",
                                    best["id"].get<int64_t>(), best["fitness"].get<double>(),
+                                   reference_kind == "torch" ? "torch eager" : "the reference",
                                    best["origin"].get<std::string>(), best["island"].get<int>(),
                                    params.empty() ? "" : ", params " + join(params, ","),
                                    best["held_out"].get<std::string>());
@@ -32,7 +34,7 @@ std::string render_best(const Json& best)
                 subjects.push_back(subject);
     std::vector<TextTable::Column> columns{{"shape"}, {"time", TextTable::Align::right}};
     for (const auto& subject : subjects) {
-        columns.push_back({subject, TextTable::Align::right});
+        columns.push_back({baseline_label(reference_kind, subject), TextTable::Align::right});
         columns.push_back({"speedup", TextTable::Align::right});
     }
     TextTable table(columns);
@@ -58,7 +60,8 @@ std::string render_summary(const Json& s)
 {
     std::string text = fmt::format("kforge: {} ({}): {}\n", s["task"].get<std::string>(), s["state"].get<std::string>(),
                                    s["stop"]["text"].get<std::string>());
-    text += s["best"].is_null() ? "best: no correct candidate yet\n" : render_best(s["best"]);
+    text += s["best"].is_null() ? "best: no correct candidate yet\n"
+                                : render_best(s["best"], s.value("reference_kind", std::string("cuda")));
     const Json& c = s["candidates"];
     std::vector<std::string> counts;
     for (const auto& [verdict, count] : c["verdicts"].items())

@@ -3,7 +3,9 @@
 // Builds the prompt a search would send (optionally from a parent kernel), asks the model once,
 // parses the reply and writes the candidate, then reports tokens, cost and latency. It is how a
 // user checks a model setup (key, base URL, context window, reply format) before a long run, and
-// with --print-prompt how they read exactly what a model would be told. Exit codes: 0 a candidate
+// with --print-prompt how they read exactly what a model would be told. With --strategy plan it runs
+// the two-phase step: the planner's prompt (--print-prompt), the plan, then the coder's prompt
+// (--plan FILE --print-prompt) and the kernel. Exit codes: 0 a candidate
 // was written, 1 the reply held no usable code (the verdict message says why), 3 bad input, 4 the
 // model could not be reached or kept failing after retries.
 #include <chrono>
@@ -13,6 +15,10 @@
 #include <fmt/format.h>
 
 #include "agents/call_record_json.hpp"
+#include "agents/menu.hpp"
+#include "agents/model_mix.hpp"
+#include "agents/plan_code.hpp"
+#include "agents/plan_reply.hpp"
 #include "agents/prompt_builder.hpp"
 #include "agents/proposer_factory.hpp"
 #include "cli/app.hpp"
@@ -40,14 +46,90 @@ struct ProposeOptions {
     std::string pricing_path;
     std::string prompts_dir;
     std::string hardware_path;
-    std::string strategy;
+    std::string strategy_text;
     std::string target;
     double timeout_s = 600;
     double connect_timeout_s = 10;
     int retries = 5;
     double retry_backoff_s = 1;
     uint64_t seed = 0;
+    std::string strategy = "direct";
+    std::vector<std::string> planner_models;
+    std::string plan_path;
+    std::string menu;
+    std::string menus_dir;
+    std::string focus;
 };
+
+// The two-phase step's inputs for one proposal: the task's menu, the planner's request, and a plan
+// read from --plan when given.
+struct TwoPhase {
+    std::optional<Menu> menu;
+    std::optional<PlanRequest> request;
+    std::optional<TechniquePlan> plan;
+};
+
+TwoPhase prepare_two_phase(const ProposeOptions& options, const Task& task, const ProposalContext& context)
+{
+    TwoPhase two;
+    two.menu = MenuSet::load_default(options.menus_dir).pick(task, options.menu);
+    two.request.emplace(PlanRequest{context, *two.menu});
+    two.request->context.inspirations.clear();
+    if (!options.focus.empty()) {
+        if (!two.menu->find(options.focus)) {
+            std::vector<std::string> ids;
+            for (const auto& item : two.menu->items)
+                ids.push_back(item.id);
+            fail(ErrorKind::usage, "--focus {}: not a technique of menu {} for this task (techniques: {})",
+                 options.focus, two.menu->name, join(ids, ", "));
+        }
+        two.request->focus = options.focus;
+    }
+    if (!options.plan_path.empty()) {
+        PlanReading reading = read_plan_reply(read_file(options.plan_path), *two.menu);
+        if (!reading.plan)
+            fail_input("{}: not a plan kforge can read: {}", options.plan_path, reading.problem);
+        two.plan = std::move(reading.plan);
+    }
+    return two;
+}
+
+ModelMix model_mix(const std::vector<ModelSpec>& specs, const ProviderSettings& settings)
+{
+    ModelMix mix;
+    for (const auto& spec : specs)
+        mix.add(std::shared_ptr<Provider>(make_provider(spec, settings)), spec.weight);
+    return mix;
+}
+
+// Phase 1 (unless --plan gave the plan), then phase 2. The proposal carries both phases' calls; a
+// plan that could not be read is a no_code proposal saying why.
+Proposal propose_in_two_phases(TwoPhase& two, const ProposalContext& context, const ModelMix& coders,
+                               const ModelMix& planners, const PromptLibrary& library, Rng& rng, Json& plan_json)
+{
+    std::vector<LlmCallRecord> plan_calls;
+    if (!two.plan) {
+        PlanOutcome outcome = request_plan(planners.pick(rng), library, *two.request);
+        plan_calls = outcome.calls;
+        plan_json = Json{{"status", plan_status_name(outcome.status)}, {"problem", outcome.problem},
+                         {"plan", outcome.plan ? outcome.plan->to_json() : Json()}};
+        if (!outcome.plan) {
+            Proposal failed;
+            failed.outcome = outcome.call_failed ? ProposalOutcome::call_failed : ProposalOutcome::no_code;
+            failed.failure = {VerdictKind::no_code,
+                              outcome.call_failed ? outcome.problem : "The plan could not be read: " + outcome.problem};
+            failed.calls = plan_calls;
+            return failed;
+        }
+        two.plan = outcome.plan;
+        log_info("plan ({}): {}", plan_status_name(outcome.status), two.plan->to_json().dump());
+    } else {
+        plan_json = Json{{"status", "given"}, {"problem", ""}, {"plan", two.plan->to_json()}};
+    }
+    Proposal proposal = request_code(coders.pick(rng), library, context, *two.menu, *two.plan);
+    proposal.calls.insert(proposal.calls.begin(), plan_calls.begin(), plan_calls.end());
+    return proposal;
+}
 
 std::string_view outcome_name(ProposalOutcome outcome)
 {
@@ -78,16 +160,23 @@ Json call_summary(const LlmCallRecord& call)
                 {"latency_s", call.latency_s},     {"retries", call.retries}};
 }
 
-int run_propose(const ProposeOptions& options)
+// --model (or --planner-model) texts as specs with the call settings of the command line.
+std::vector<ModelSpec> model_specs(const std::vector<std::string>& texts, const ProposeOptions& options)
 {
-    Task task = load_task(options.task_path);
     std::vector<ModelSpec> specs;
-    for (const auto& text : options.models) {
+    for (const auto& text : texts) {
         ModelSpec spec = parse_model_spec(text);
         spec.temperature = options.temperature;
         spec.max_output_tokens = options.max_tokens;
         specs.push_back(spec);
     }
+    return specs;
+}
+
+int run_propose(const ProposeOptions& options)
+{
+    Task task = load_task(options.task_path);
+    std::vector<ModelSpec> specs = model_specs(options.models, options);
     if (specs.empty())
         log_info("no --model given: using the built-in offline proposer");
     PromptLibrary library = PromptLibrary::load_default(options.prompts_dir);
@@ -101,12 +190,18 @@ int run_propose(const ProposeOptions& options)
         parent.source = read_file(options.parent_path, k_max_source_bytes, "kernel source");
         context.parent = parent;
     }
-    context.strategy = options.strategy;
+    context.strategy = options.strategy_text;
     context.target_hint = options.target;
     context.edit_form = options.edit_form == "diff" ? EditForm::search_replace : EditForm::whole_file;
 
+    bool planned = options.strategy == "plan" || !options.plan_path.empty();
+    std::optional<TwoPhase> two;
+    if (planned)
+        two.emplace(prepare_two_phase(options, task, context));
     if (options.print_prompt) {
-        Prompt prompt = build_proposal_prompt(library, context, PromptTrim::full);
+        Prompt prompt = !planned    ? build_proposal_prompt(library, context, PromptTrim::full)
+                        : two->plan ? build_code_prompt(library, context, *two->menu, *two->plan)
+                                    : build_plan_prompt(library, *two->request, PromptTrim::full);
         if (options.json)
             fmt::print("{}\n", Json{{"system", prompt.system}, {"user", prompt.user}}.dump(2, ' ', false, Json::error_handler_t::replace));
         else
@@ -124,9 +219,20 @@ int run_propose(const ProposeOptions& options)
         std::filesystem::path record_path = options.record_path;
         settings.recorder = [record_path](LlmCallRecord& record) { append_call_record(record_path, record); };
     }
-    std::unique_ptr<Proposer> proposer = make_proposer(specs, settings, library);
     Rng rng(options.seed);
-    Proposal proposal = proposer->propose(context, rng);
+    Proposal proposal;
+    Json plan_json;
+    if (planned) {
+        if (specs.empty())
+            fail(ErrorKind::usage, "--strategy plan needs --model: the builtin proposer does not plan");
+        std::vector<ModelSpec> planner_specs = model_specs(options.planner_models, options);
+        ModelMix coders = model_mix(specs, settings);
+        ModelMix planners = planner_specs.empty() ? coders : model_mix(planner_specs, settings);
+        proposal = propose_in_two_phases(*two, context, coders, planners, library, rng, plan_json);
+    } else {
+        std::unique_ptr<Proposer> proposer = make_proposer(specs, settings, library);
+        proposal = proposer->propose(context, rng);
+    }
     if (interrupt_requested())
         fail(ErrorKind::interrupted, "interrupted");
 
@@ -155,7 +261,8 @@ int run_propose(const ProposeOptions& options)
                     {"message", proposal.outcome == ProposalOutcome::source ? "" : proposal.failure.message},
                     {"output", options.output_path.empty() || !proposal.source ? Json(nullptr) : Json(options.output_path)},
                     {"calls", calls},
-                    {"total", total}};
+                    {"total", total},
+                    {"plan", plan_json}};
         if (proposal.source && options.output_path.empty())
             out["source"] = *proposal.source;
         fmt::print("{}\n", out.dump(2, ' ', false, Json::error_handler_t::replace));
@@ -210,7 +317,7 @@ void add_propose_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("--prompts", options->prompts_dir, "folder of prompt templates overriding prompts/ (also "
                                                        "$KFORGE_PROMPTS)");
     cmd->add_option("--hardware", options->hardware_path, "GPU facts for the prompt (JSON object)");
-    cmd->add_option("--strategy", options->strategy, "strategy text (as an island's meta-prompt)");
+    cmd->add_option("--strategy-text", options->strategy_text, "strategy text (as an island's meta-prompt)");
     cmd->add_option("--target", options->target, "the kind of kernel wanted (as a MAP-Elites target cell)");
     cmd->add_option("--timeout", options->timeout_s, "seconds allowed for one HTTP exchange")
         ->check(real_number(0, 86400, true))
@@ -227,6 +334,16 @@ void add_propose_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("--seed", options->seed, "seed for the choice of model and the builtin proposer")
         ->check(unsigned_number())
         ->capture_default_str();
+    cmd->add_option("--strategy", options->strategy, "direct: one call; plan: a planner picks techniques from the task's "
+                                                     "optimisation menu, then a coder writes the kernel")
+        ->check(CLI::IsMember({"direct", "plan"}))
+        ->capture_default_str();
+    cmd->add_option("--planner-model", options->planner_models, "model(s) for the planning phase (default: --model)");
+    cmd->add_option("--plan", options->plan_path, "a plan (the planner's JSON reply) to implement: skips the planning "
+                                                  "phase; with --print-prompt, prints the coder's prompt");
+    cmd->add_option("--menu", options->menu, "the optimisation menu by name (default: by the task's category and tags)");
+    cmd->add_option("--menus", options->menus_dir, "folder of optimisation menus overriding prompts/menus");
+    cmd->add_option("--focus", options->focus, "a technique of the menu to suggest to the planner");
     cmd->callback([options, &slot] { slot = [options] { return run_propose(*options); }; });
 }
 

@@ -25,8 +25,8 @@ namespace {
 constexpr double k_cell = 12;
 constexpr double k_block = 4 * k_cell;
 constexpr double k_gap = 8;
-constexpr double k_left = 46; // room for the memory labels
-constexpr double k_top = 24;  // room for the compute labels
+constexpr double k_grid_left = 46; // room for the memory labels
+constexpr double k_grid_top = 24;  // room for the compute labels
 constexpr size_t k_outside_rows = 20;
 
 // Bin indices of a cell key along the four axes, or nullopt for a key that is not on the grid.
@@ -60,8 +60,8 @@ std::string cell_key(const std::array<int, 4>& position)
 // row) inside the block with the highest occupancy on top.
 std::pair<double, double> cell_origin(const std::array<int, 4>& p)
 {
-    double x = k_left + p[1] * (k_block + k_gap) + p[2] * k_cell;
-    double y = k_top + p[0] * (k_block + k_gap) + (3 - p[3]) * k_cell;
+    double x = k_grid_left + p[1] * (k_block + k_gap) + p[2] * k_cell;
+    double y = k_grid_top + p[0] * (k_block + k_gap) + (3 - p[3]) * k_cell;
     return {x, y};
 }
 
@@ -92,12 +92,12 @@ std::string island_grid(const ReportData& data, int island, const FitnessRange& 
         if (elite.island == island)
             by_cell[elite.cell] = &elite;
     double size = 4 * k_block + 3 * k_gap;
-    SvgCanvas svg(k_left + size + 4, k_top + size + 4, fmt::format("MAP-Elites grid of island {}", island),
+    SvgCanvas svg(k_grid_left + size + 4, k_grid_top + size + 4, fmt::format("MAP-Elites grid of island {}", island),
                   "grid");
     for (int i = 0; i < 4; ++i) {
         double offset = i * (k_block + k_gap) + k_block / 2;
-        svg.text(k_left + offset, k_top - 8, axes[1].second[i], R"(class="grid-label" text-anchor="middle")");
-        svg.text(k_left - 6, k_top + offset + 4, axes[0].second[i], R"(class="grid-label" text-anchor="end")");
+        svg.text(k_grid_left + offset, k_grid_top - 8, axes[1].second[i], R"(class="grid-label" text-anchor="middle")");
+        svg.text(k_grid_left - 6, k_grid_top + offset + 4, axes[0].second[i], R"(class="grid-label" text-anchor="end")");
     }
     occupied = 0;
     std::string best_ring;

@@ -294,6 +294,8 @@ std::string render_report_html(const ReportData& data, const std::string& title)
     page += section("elites", "MAP-Elites grids", render_elite_grids(data)) + "\n";
     page += section("best", "The best kernel on each shape",
                     render_shape_table(data) + render_lineage(data)) + "\n";
+    if (std::string techniques = render_techniques(data); !techniques.empty())
+        page += section("techniques", "Techniques (plan, then code)", techniques) + "\n";
     page += section("top", "Top candidates", render_top_table(data)) + "\n";
     page += section("verdicts", "Verdicts", render_verdicts(data)) + "\n";
     page += section("costs", "LLM costs and tokens by model", render_costs(data)) + "\n";

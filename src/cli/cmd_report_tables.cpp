@@ -8,6 +8,7 @@
 
 #include "cli/inspect_report.hpp"
 #include "cli/report_page.hpp"
+#include "core/task.hpp"
 #include "search/progress.hpp"
 #include "util/text.hpp"
 
@@ -128,9 +129,10 @@ std::string render_shape_table(const ReportData& data)
                                            {"IQR", Align::right},
                                            {"samples", Align::right},
                                            {"timing"}};
+    std::string kind = data.inspect["run"].value("reference_kind", std::string("cuda"));
     for (const auto& subject : subjects) {
-        columns.push_back({subject, Align::right});
-        columns.push_back({"vs " + subject, Align::right});
+        columns.push_back({baseline_label(kind, subject), Align::right});
+        columns.push_back({"vs " + baseline_label(kind, subject), Align::right});
     }
     columns.push_back({"roofline floor", Align::right});
     columns.push_back({"% of roofline", Align::right});
@@ -172,14 +174,14 @@ std::string render_lineage(const ReportData& data)
     std::vector<TextTable::Column> columns{{"id", Align::right}, {"generation", Align::right},
                                            {"island", Align::right}, {"origin"},
                                            {"verdict"}, {"fitness", Align::right},
-                                           {"params"}, {"note"}};
+                                           {"params"}, {"plan"}, {"note"}};
     std::vector<std::vector<std::string>> rows;
     size_t n = chain.size();
     for (size_t k = 0; k < n; ++k) {
         size_t i = n - 1 - k; // oldest first: the page reads top to bottom
         if (n > 2 * k_lineage_ends && k == k_lineage_ends) {
             rows.push_back({"", "", "", "", "", "",
-                            fmt::format("<i>{} more ancestors</i>", n - 2 * k_lineage_ends), ""});
+                            fmt::format("<i>{} more ancestors</i>", n - 2 * k_lineage_ends), "", ""});
             k = n - k_lineage_ends - 1;
             continue;
         }
@@ -191,6 +193,7 @@ std::string render_lineage(const ReportData& data)
                         verdict_badge(row["verdict"].get<std::string>()),
                         html_escape(format_fitness(row["fitness"])),
                         html_escape(format_params(row["params"])),
+                        html_escape(plan_summary_text(row.value("plan", Json()))),
                         html_escape(row["note"].get<std::string>())});
     }
     return fmt::format(R"(<h3>Lineage of the best ({} candidates from the oldest ancestor to the best)</h3>)",

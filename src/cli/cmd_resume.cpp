@@ -89,7 +89,8 @@ void add_resume_command(CLI::App& app, CommandSlot& slot)
     auto* cmd = app.add_subcommand("resume", "continue a run from its archive: same settings, same random sequence, "
                                              "budgets extendable (--budget +N)");
     cmd->footer("The run keeps its task snapshot, search settings, seed, islands and strategy texts; budgets, "
-                "--parallel, --progress, the knowledge base and the models may change. Budgets count the whole run: "
+                "--parallel, --progress, the knowledge base, the models and the strategy (--strategy, --planner-model) "
+                "may change. Budgets count the whole run: "
                 "--budget +50 allows 50 more candidates than recorded so far.\nRefused while another process writes "
                 "the archive, and when the run's budget is used up (the message names the flag to extend it).\nExit "
                 "codes: 0 finished, 2 usage (budget used up), 3 bad input (not a kforge optimize archive), 4 runtime "

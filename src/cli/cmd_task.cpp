@@ -162,14 +162,19 @@ int run_task_check(const TaskCheckOptions& options)
     reference_rules.forbid.clear();
     std::vector<CompileJob> jobs;
     auto max_points = static_cast<size_t>(task.limits.max_param_points);
-    add_jobs(reference_rules, task.reference, options.arch, max_points, jobs);
+    if (!task.is_torch())
+        add_jobs(reference_rules, task.reference, options.arch, max_points, jobs);
     for (const auto& seed : task.seeds)
         add_jobs(task, seed, options.arch, max_points, jobs);
 
     CompilePoolConfig config;
     config.cache_dir = cache_dir() / "cubin";
     CompilePool pool(config);
-    fmt::print("compiling {} kernel file(s), {} compile(s), for {} with NVRTC {} ({} workers):\n", 1 + task.seeds.size(),
+    size_t files = task.seeds.size() + (task.is_torch() ? 0 : 1);
+    if (task.is_torch())
+        fmt::print("  the reference is the PyTorch program {} (run by the GPU worker's PyTorch process)\n",
+                   task.reference.path.filename().string());
+    fmt::print("compiling {} kernel file(s), {} compile(s), for {} with NVRTC {} ({} workers):\n", files,
                jobs.size(), options.arch, nvrtc_version(), pool.workers());
     std::fflush(stdout);
     compile_all(pool, jobs);
@@ -188,8 +193,11 @@ int run_task_check(const TaskCheckOptions& options)
     std::fflush(stdout);
     SelfTestOutcome self_tests = run_gpu_self_tests(task);
     if (!self_tests.ran) {
-        fmt::print("GPU self-tests skipped (reference must pass; all-zeros, copy-of-input, perturbed and skipped-shape "
-                   "candidates must fail): {}; run `kforge task check` on a machine with a GPU\n",
+        fmt::print("GPU self-tests skipped ({}): {}; run `kforge task check` on a machine with a GPU\n",
+                   task.is_torch() ? "the PyTorch program must pass its own check; all-zeros and copy-of-input "
+                                     "candidates must fail"
+                                   : "reference must pass; all-zeros, copy-of-input, perturbed and skipped-shape "
+                                     "candidates must fail",
                    self_tests.skipped_reason);
         return k_exit_ok;
     }
@@ -211,6 +219,7 @@ void add_task_command(CLI::App& app, CommandSlot& slot)
     check->add_option("TASK", options->task_path, "task spec (JSON)")->required();
     check->add_option("--arch", options->arch, "GPU architecture to compile for")->check(gpu_arch())->capture_default_str();
     check->callback([options, &slot] { slot = [options] { return run_task_check(*options); }; });
+    add_task_import_command(*task, slot);
 }
 
 } // namespace kforge

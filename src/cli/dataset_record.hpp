@@ -9,6 +9,7 @@
 
 #include "core/candidate.hpp"
 #include "core/records.hpp"
+#include "core/technique.hpp"
 #include "util/json_reader.hpp"
 
 namespace kforge {
@@ -40,8 +41,15 @@ Improvement judge_improvement(const Candidate& candidate, std::optional<double> 
 // The record of one candidate. `call` is the stored call named by the candidate's llm_call_id, or
 // null when it has none; a call of the builtin proposer becomes the record's "builtin" field and
 // the record's "call" stays null, since no model was asked.
+// `plan` is plan_record()'s object for a two-phase candidate, null otherwise.
 Json candidate_record(const DatasetRun& run, const Candidate& candidate, const LlmCallRecord* call,
-                      const Improvement& improvement);
+                      const Improvement& improvement, const Json& plan = Json());
+
+// The "plan" of a two-phase candidate's record: the plan as inspect shows it (status, techniques
+// with what the code shows, steps, predicted and measured speedup) and `calls`, the planner's calls
+// in full except the one the record's "call" already holds (a plan that could not be read is the
+// candidate's own call).
+Json plan_record(const CandidatePlan& plan, const std::vector<LlmCallRecord>& calls);
 
 // The record of a model call from which no candidate was stored (a failed or duplicate proposal, an
 // earlier attempt of a proposal, a meta-prompt or lesson call).

@@ -93,6 +93,11 @@ std::string launcher_contract(const LauncherSource& source);
 // The PyTorch operator over the launcher; goes after it.
 std::string generate_torch_op(const LauncherSource& source);
 
+// For a task imported from a PyTorch program (`problem_file`, written beside the export): Python
+// defining ModelNew, the program's Model with forward() calling the operator; appended to the
+// loader.
+std::string generate_model_new(const LauncherSource& source, const std::string& problem_file);
+
 // The operator's schema, e.g. "softmax_f32(Tensor x) -> Tensor".
 std::string torch_schema(const LauncherSource& source);
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "archive/archive.hpp"
+#include "core/technique.hpp"
 #include "util/json_reader.hpp"
 
 namespace kforge {
@@ -57,5 +58,19 @@ std::string render_gpus_text(const Json& section);
 Json gpu_work_section(const Archive& archive);
 // "GPU time on repeats: 3.1 s of 52.0 s (6%); ..." from that section.
 std::string gpu_work_text(const Json& gpu);
+
+// How the run's two-phase plans went (cmd_inspect_techniques.cpp): {"plans", "parsed", "repaired",
+// "failed", "followed", "ignored", "unchecked", "menus", "rows": [{technique, title, on_menu, tried,
+// correct, improved, mean_gain, gains, predicted, measured, predictions, missing}]}, the most tried
+// first; and its text view. An archive without plans has "plans": 0 and no rows.
+Json techniques_section(const Archive& archive);
+std::string render_techniques_text(const Json& section);
+// "12 plans (9 read, ...)": the section's counts in one line.
+std::string techniques_heading(const Json& section);
+// One plan as the lineage shows it: status, techniques with what the code shows of each, steps,
+// predicted and measured speedup, followed.
+Json plan_json(const CandidatePlan& plan);
+// "vectorize-16b + cache-hints (missing), expected 1.30x measured 1.12x" ("" for null).
+std::string plan_summary_text(const Json& plan);
 
 } // namespace kforge

@@ -62,6 +62,9 @@ std::string render_top_table(const ReportData& data);
 std::string render_costs(const ReportData& data);
 // Per GPU: candidates measured, evaluations, busy time and share, restarts, lost or not.
 std::string render_gpus(const ReportData& data);
+// The two-phase plans' techniques: tried, correct, improved, mean gain, predicted against measured
+// (cmd_report_techniques.cpp); "" for a run without plans.
+std::string render_techniques(const ReportData& data);
 
 // --- formatting and markup helpers (cmd_report_svg.cpp, html_table in cmd_report_tables.cpp) ---
 

@@ -56,6 +56,7 @@ Json LoopState::to_json() const
                 {"requests", items_json({requests.begin(), requests.end()})},
                 {"held_out", held},
                 {"lessons_requested", lessons_requested},
+                {"plans_scheduled", plans_scheduled},
                 {"pending", items_json(pending)},
                 {"stop", stop_reason_name(stop)}};
 }
@@ -114,6 +115,7 @@ LoopState LoopState::from_json(const Json& json, int islands, std::string_view w
         for (const auto& key : reader.at("held_out").keys())
             state.held_out[std::stoll(key)] = reader.at("held_out").at(key).as_string();
     state.lessons_requested = static_cast<int>(reader.get_int("lessons_requested", 0));
+    state.plans_scheduled = reader.get_int("plans_scheduled", 0);
     if (reader.has("pending"))
         for (const auto& item : reader.at("pending").items())
             state.pending.push_back(WorkItem::from_json(item.json(), reader.file() + ": pending"));

@@ -54,6 +54,7 @@ struct LoopState {
     std::deque<WorkItem> requests;      // scheduled first, in order (seeding, lessons, meta-prompts)
     std::map<int64_t, std::string> held_out; // candidate id -> "passed" | "failed"
     int lessons_requested = 0;
+    int64_t plans_scheduled = 0;        // two-phase items scheduled (the first few see schedules)
     std::vector<WorkItem> pending;      // scheduled, not recorded, in seq order
     StopReason stop = StopReason::none; // why the last session stopped
 

@@ -9,7 +9,8 @@
 //   record    — strictly in schedule order: the candidate, its elite placements and the saved state
 //               commit in one transaction
 //   place, migrate, adapt, learn — MAP-Elites placement, ring migration, meta-prompt rewrites,
-//               lessons, all decided while recording
+//               lessons, all decided while recording; a two-phase proposal's plan and technique
+//               tries (technique statistics and schedules go to the knowledge base after commit)
 //   budgets   — checked before anything is scheduled, with work in flight counted
 //
 // Determinism contract. (1) Every random draw happens on the controller thread while scheduling,
@@ -18,11 +19,13 @@
 // are scheduled only right after an item is recorded (or when the run starts), so what a choice
 // sees is a function of the recorded prefix alone. (4) The RNG state and the items scheduled but
 // not recorded are saved in the same transaction as each recorded item; resume re-issues those
-// items and continues drawing. Hence with a deterministic proposer (replay, builtin) and evaluator
-// (the tests' fake), an interrupted or killed run plus `resume` records exactly what an
-// uninterrupted run records. What breaks it, by design: --time, dollar costs that differ between
-// sessions, lessons other runs add to the knowledge base between sessions, and real GPU timings
-// (choices then follow the measurements, but never thread timing).
+// items and continues drawing. A two-phase item whose plan came back is saved again with the plan
+// (its calls stored first), so resume asks its coder, never its planner, again. Hence with a
+// deterministic proposer (replay, builtin) and evaluator (the tests' fake), an interrupted or
+// killed run plus `resume` records exactly what an uninterrupted run records. What breaks it, by
+// design: --time, dollar costs that differ between sessions, lessons and technique results other
+// runs add to the knowledge base between sessions, and real GPU timings (choices then follow the
+// measurements, but never thread timing).
 //
 // Generations: every islands x generation_size recorded candidates (seeds, duplicates and replies
 // without code included) complete a generation. Migration, meta-prompt rewrites and --patience
@@ -40,6 +43,7 @@
 #include <string>
 
 #include "agents/builtin_proposer.hpp"
+#include "agents/menu.hpp"
 #include "agents/model_mix.hpp"
 #include "agents/prompt_library.hpp"
 #include "agents/proposer.hpp"
@@ -57,6 +61,9 @@ namespace kforge {
 struct SearchHooks {
     // After a candidate (not a duplicate) is recorded, outside its transaction.
     std::function<void(const Candidate&)> on_recorded;
+    // After a two-phase item's plan (phase 1) is stored with the saved state, before phase 2 starts;
+    // with the item's sequence number.
+    std::function<void(uint64_t)> on_plan_stored;
 };
 
 // What the search works with. The CLI passes the GPU evaluator and a model or builtin proposer;
@@ -70,6 +77,10 @@ struct SearchServices {
     // Models for meta-prompt rewrites and lessons; null: neither happens.
     const ModelMix* models = nullptr;
     const PromptLibrary* library = nullptr; // required with `models`
+    // The two-phase step (config.plan_share > 0, with models): the planner models (null: `models`)
+    // and the task's optimisation menu (required then).
+    const ModelMix* planner = nullptr;
+    const Menu* menu = nullptr;
     KnowledgeBase* knowledge = nullptr;     // user-level lessons; null: --no-knowledge
     CostModel cost;
     SearchHooks hooks;

@@ -80,6 +80,31 @@ std::optional<EditFormPolicy> parse_edit_form_policy(std::string_view name)
     return std::nullopt;
 }
 
+double parse_strategy(std::string_view name, std::optional<double> share)
+{
+    if (share && !(*share > 0 && *share < 1))
+        fail(ErrorKind::usage, "--plan-share {}: expected a share between 0 and 1 (exclusive); use --strategy plan "
+                               "for every proposal, direct for none", *share);
+    if (name == "direct" || name == "plan") {
+        if (share)
+            fail(ErrorKind::usage, "--plan-share goes with --strategy mix, not --strategy {}", name);
+        return name == "plan" ? 1.0 : 0.0;
+    }
+    if (name == "mix")
+        return share.value_or(0.5);
+    fail(ErrorKind::usage, "--strategy '{}': expected direct (one call per proposal), plan (a planner, then a coder) "
+                           "or mix (a share of each, --plan-share)", name);
+}
+
+std::string describe_strategy(double plan_share)
+{
+    if (plan_share <= 0)
+        return "direct";
+    if (plan_share >= 1)
+        return "plan";
+    return fmt::format("mix {:.2f}", plan_share);
+}
+
 void SearchConfig::validate() const
 {
     auto require = [](bool ok, std::string_view what) {
@@ -93,6 +118,8 @@ void SearchConfig::validate() const
     require(migrate_every >= 1, "--migrate-every must be at least 1");
     require(meta_every >= 1, "--meta-every must be at least 1");
     require(max_lessons >= 0 && lessons_per_prompt >= 0, "lesson limits must not be negative");
+    require(plan_share >= 0 && plan_share <= 1, "the plan share must be between 0 and 1");
+    require(plan_explore >= 0 && plan_explore <= 1, "--plan-explore must be between 0 and 1");
     require(budgets.candidates >= 1, "--budget must be at least 1");
     require(!budgets.max_calls || *budgets.max_calls >= 0, "--max-calls must not be negative");
     require(!budgets.max_cost_usd || *budgets.max_cost_usd >= 0, "--max-cost must not be negative");
@@ -114,6 +141,9 @@ Json SearchConfig::to_json() const
                 {"edit_form", edit_form_policy_name(edit_form)},
                 {"repair", repair},
                 {"tune", tune},
+                {"plan_share", plan_share},
+                {"plan_explore", plan_explore},
+                {"menu", menu},
                 {"max_lessons", max_lessons},
                 {"lessons_per_prompt", lessons_per_prompt},
                 {"budgets",
@@ -148,6 +178,9 @@ SearchConfig SearchConfig::from_json(const Json& json, std::string_view what)
         config.edit_form = *form;
     config.repair = reader.get_bool("repair", config.repair);
     config.tune = reader.get_bool("tune", config.tune);
+    config.plan_share = reader.get_number("plan_share", config.plan_share);
+    config.plan_explore = reader.get_number("plan_explore", config.plan_explore);
+    config.menu = reader.get_string("menu", "");
     config.max_lessons = static_cast<int>(reader.get_int("max_lessons", config.max_lessons));
     config.lessons_per_prompt = static_cast<int>(reader.get_int("lessons_per_prompt", config.lessons_per_prompt));
     if (auto budgets = reader.find("budgets")) {

@@ -65,6 +65,14 @@ struct SearchConfig {
     EditFormPolicy edit_form = EditFormPolicy::mix;
     bool repair = true;         // one repair round for a failed model-written candidate
     bool tune = true;           // a param-sweep candidate (no model) after a new island best
+    // The two-phase step ("plan, then code", agents/plan_code.hpp): the share of fresh proposals
+    // made by a planner and a coder instead of one call (0: none, 1: all; between: drawn per
+    // proposal). Needs a model; repairs stay one-phase.
+    double plan_share = 0;
+    // The share of planned proposals whose suggested technique is drawn for exploration (an untried
+    // one first) rather than by how the techniques have paid off.
+    double plan_explore = 0.25;
+    std::string menu;           // the optimisation menu by name ("": picked by category and tags)
     int max_lessons = 20;       // analyst calls per run at most
     int lessons_per_prompt = 4;
     Budgets budgets;
@@ -83,6 +91,12 @@ struct SearchConfig {
     // Reads what to_json() wrote; missing keys keep their defaults. Throws Error(bad_input).
     static SearchConfig from_json(const Json& json, std::string_view what);
 };
+
+// --strategy: "direct" (one-phase, plan_share 0), "plan" (two-phase, 1) or "mix" (`share`).
+// Throws Error(usage) for another name or a share outside (0, 1).
+double parse_strategy(std::string_view name, std::optional<double> share);
+// "direct", "plan" or "mix 0.30" for a plan share.
+std::string describe_strategy(double plan_share);
 
 std::string_view edit_form_policy_name(EditFormPolicy policy);
 std::optional<EditFormPolicy> parse_edit_form_policy(std::string_view name);

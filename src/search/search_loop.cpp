@@ -87,6 +87,7 @@ void SearchLoop::start()
                      m_services.knowledge->path().string());
     }
     m_lessons = m_archive.lessons();
+    start_techniques();
     m_verdicts = m_archive.verdict_counts();
     LlmUsage spent = m_archive.llm_usage_total(); // model calls only, not the builtin proposer's
     m_ledger.start(spent.calls, spent.cost_usd);
@@ -123,11 +124,14 @@ void SearchLoop::start_fresh()
             m_active_meta.push_back(prompt.id);
         }
     });
-    m_state.requests.push_back(seeding_item(ItemKind::reference, 0));
+    // A reference kernel is the first candidate; a PyTorch program is no kernel and starts nothing.
+    if (!m_task.is_torch())
+        m_state.requests.push_back(seeding_item(ItemKind::reference, 0));
     for (size_t i = 0; i < m_task.seeds.size(); ++i)
         m_state.requests.push_back(seeding_item(ItemKind::seed, static_cast<int>(i)));
     if (m_services.builtin) {
-        m_services.builtin->remember(m_task.reference.source);
+        if (!m_task.is_torch())
+            m_services.builtin->remember(m_task.reference.source);
         for (const auto& seed : m_task.seeds)
             m_services.builtin->remember(seed.source);
     }
@@ -212,7 +216,7 @@ bool SearchLoop::leaving_now() const
         return false;
     // Items are recorded in order: once the oldest cannot finish, nothing after it can be recorded.
     const Flight& head = m_flights.begin()->second;
-    return Clock::now() >= *m_interrupt_deadline || head.interrupted || !head.dispatched;
+    return Clock::now() >= *m_interrupt_deadline || head.interrupted || !head.dispatched || head.phase2_held;
 }
 
 void SearchLoop::finish()

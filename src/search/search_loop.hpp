@@ -4,6 +4,7 @@
 //   search_schedule.cpp choosing and starting work (every random draw happens here)
 //   search_record.cpp   what comes back (proposals, evaluations), readiness, recording in order
 //   search_adapt.cpp    placement, generations, migration, meta-prompts, lessons, follow-ups
+//   search_plans.cpp    the two-phase step: plans saved between the phases, techniques, schedules
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "search/loop_state.hpp"
 #include "search/progress.hpp"
 #include "search/search.hpp"
+#include "search/techniques.hpp"
 #include "search/worker_pool.hpp"
 
 namespace kforge {
@@ -52,6 +54,7 @@ struct Flight {
     std::optional<LessonResult> lesson;
     bool interrupted = false;            // its model call was cut off by Ctrl-C: never recordable
     bool dispatched = false;             // started (after Ctrl-C, new items are planned, not started)
+    bool phase2_held = false;            // its plan came back after Ctrl-C: the coder is not asked
 };
 
 // What recording one candidate changed, for progress lines and follow-ups.
@@ -123,6 +126,21 @@ private:
     void record_meta_prompt(Flight& flight);
     void use_meta_prompt(const WorkItem& item, bool improved);
 
+    // --- search_plans.cpp ---
+    void start_techniques();
+    bool plans_enabled() const;
+    PlanRequest plan_request(const WorkItem& item);
+    void dispatch_plan(Flight& flight);
+    void take_plan(Flight& flight, PlanOutcome outcome);
+    void apply_plan_done(Flight& flight);
+    void start_code_phase(Flight& flight);
+    // Stores the plan of a two-phase candidate and its technique tries; returns a few words about it
+    // for the progress line.
+    std::string record_plan(const Candidate& candidate, const Flight& flight);
+    void note_new_best(const Candidate& candidate);
+    // After a recording transaction: lessons, technique tries and a new schedule to the knowledge base.
+    void publish_knowledge();
+
     Archive& m_archive;
     const Task& m_task;
     SearchConfig m_config;
@@ -139,6 +157,13 @@ private:
     std::vector<uint64_t> m_undispatched;    // scheduled since the last dispatch
     std::map<int64_t, size_t> m_source_sizes; // candidate id -> source length (prompt estimates)
     std::vector<Lesson> m_knowledge_outbox;  // lessons to copy to the knowledge base after commit
+    const Menu* m_menu = nullptr;            // the task's optimisation menu (two-phase proposals)
+    std::map<std::string, TechniqueTally> m_kb_tallies; // other runs' tries on this category, by technique
+    int64_t m_kb_tries = 0;
+    std::vector<Schedule> m_kb_schedules;    // other runs' schedules on this category
+    std::vector<TechniqueTry> m_run_tries;   // this run's tries, in record order
+    std::vector<TechniqueTry> m_tries_outbox; // to copy to the knowledge base after commit
+    std::optional<Schedule> m_schedule_outbox;
     Ledger m_ledger;
     Json m_hardware;
     std::vector<Measurement> m_baselines;

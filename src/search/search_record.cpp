@@ -82,6 +82,8 @@ void SearchLoop::take_pool_result(PoolResult result)
         flight.interrupted = meta->call.status == "interrupted";
         flight.meta = std::move(*meta);
         flight.proposed = true;
+    } else if (auto* plan = std::get_if<PlanOutcome>(&result.value)) {
+        take_plan(flight, std::move(*plan));
     } else if (auto* lesson = std::get_if<LessonResult>(&result.value)) {
         store(lesson->call);
         flight.interrupted = lesson->call.status == "interrupted";
@@ -240,15 +242,7 @@ void SearchLoop::record_head()
         schedule();
         save_state();
     });
-    for (const auto& lesson : m_knowledge_outbox) {
-        try {
-            if (m_services.knowledge)
-                m_services.knowledge->add(lesson, m_archive.run_info().run_id);
-        } catch (const Error& e) {
-            log_warn("the lesson was kept in the run archive but not in the knowledge base: {}", e.what());
-        }
-    }
-    m_knowledge_outbox.clear();
+    publish_knowledge();
     if (recorded && m_services.hooks.on_recorded)
         m_services.hooks.on_recorded(*recorded);
 }
@@ -295,11 +289,16 @@ std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
     }
     candidate.id = m_archive.insert_candidate(candidate);
     m_source_sizes[candidate.id] = candidate.source.size();
+    std::string plan_words;
+    if (item.two_phase && !item.plan_done.is_null() && m_menu)
+        plan_words = record_plan(candidate, flight);
     if (candidate.evaluation.gpu)
         ++m_candidates_per_gpu[candidate.evaluation.gpu->label()];
     ++m_verdicts[candidate.evaluation.verdict.kind];
 
     Placement placement = place(candidate, item.island);
+    if (placement.new_best)
+        note_new_best(candidate);
     use_meta_prompt(item, placement.island_best);
     follow_up(candidate, flight, placement);
     request_lesson(candidate, placement);
@@ -309,6 +308,8 @@ std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
         line += placement.new_best ? " NEW BEST" : " elite";
     if (candidate.evaluation.gpu && m_gpu_count > 1)
         line += " on " + candidate.evaluation.gpu->label();
+    if (!plan_words.empty())
+        line += " [" + plan_words + "]";
     m_progress.recorded(snapshot(), line + (candidate.note.empty() ? "" : " - " + candidate.note));
     if (placement.new_best)
         m_progress.event(fmt::format("new best #{}: {:.3f}x the reference ({})", candidate.id, m_state.best_fitness,

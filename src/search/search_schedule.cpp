@@ -7,6 +7,10 @@
 // chosen by selection.hpp. Each item's budget reservation is checked before it is committed;
 // committing applies its side effects (queues, counts) and makes it a Flight.
 //
+// A fresh proposal may be made two-phase (a planner, then a coder: search_plans.cpp): with
+// --strategy mix that is drawn here, and so is the technique the planner is pointed at
+// (techniques.hpp, choose_focus), from the statistics of what was recorded before it.
+//
 // dispatch() starts an item: seeds, the reference, tunes and the builtin proposer run inline (fast,
 // and the builtin proposer's memory of what it proposed must grow in schedule order); model calls
 // go to the worker pool with their context built here, on the controller, from immutable records.
@@ -18,6 +22,7 @@
 #include "search/search_loop.hpp"
 #include "search/knowledge.hpp"
 #include "search/meta_prompts.hpp"
+#include "search/techniques.hpp"
 #include "search/views.hpp"
 #include "util/log.hpp"
 
@@ -28,6 +33,8 @@ constexpr size_t k_inspirations = 3;
 constexpr int k_target_attempts = 3;     // a cell asked for this often without success is left alone
 constexpr size_t k_prompt_overhead_chars = 6000; // templates, task text, reply format
 constexpr int k_tune_draws = 8;
+constexpr int64_t k_schedule_plans = 8;   // the run's first plans are shown earlier tasks' schedules
+constexpr size_t k_plan_overhead_chars = 4000; // the menu, statistics and plan format of a planned item
 
 std::string target_key(int island, const std::string& cell)
 {
@@ -123,6 +130,20 @@ WorkItem SearchLoop::plan_proposal(int island)
                 (m_config.edit_form == EditFormPolicy::mix && item.parent && m_state.rng.uniform() < 0.5);
     item.edit_form = item.parent && diff ? EditForm::search_replace : EditForm::whole_file;
     item.seed = m_state.rng.next();
+    if (item.kind == ItemKind::propose && plans_enabled()) {
+        double share = m_config.plan_share;
+        item.two_phase = share >= 1 || m_state.rng.uniform() < share; // plan or direct: no draw at 1
+        if (item.two_phase) {
+            item.tries_seen = static_cast<int64_t>(m_run_tries.size());
+            TechniqueTallies tallies = m_kb_tallies;
+            for (const auto& [id, tally] : tally_tries(m_run_tries, m_run_tries.size()))
+                tallies[id] += tally;
+            Focus focus = choose_focus(*m_menu, tallies, m_task.category, m_config.plan_explore, m_state.rng);
+            item.focus = focus.technique;
+            item.focus_reason = focus.reason;
+            item.show_schedules = m_state.plans_scheduled < k_schedule_plans;
+        }
+    }
     item.meta_prompt_id = m_active_meta[static_cast<size_t>(island)];
     if (item.kind != ItemKind::tune)
         item.lesson_ids = choose_lessons(m_lessons, m_task, static_cast<size_t>(m_config.lessons_per_prompt));
@@ -144,6 +165,8 @@ void SearchLoop::commit_item(const WorkItem& item)
             ++m_state.children[*item.parent];
         if (item.mode == ParentMode::target)
             ++m_state.target_attempts[target_key(item.island, item.target_cell)];
+        if (item.two_phase)
+            ++m_state.plans_scheduled;
     }
     ++m_state.next_seq;
     m_ledger.reserve(item);
@@ -167,6 +190,12 @@ void SearchLoop::reserve(WorkItem& item)
     // reservation allows for; the refused first attempt costs nothing.
     item.reserved_calls = may_retry ? 2 : 1;
     item.reserved_cost_usd = estimate_call_cost(m_services.cost, prompt_chars(item));
+    if (item.two_phase) {
+        // The planner (a shorter retry when its prompt does not fit, one repair) and the coder.
+        item.reserved_calls = may_retry ? 4 : 3;
+        item.reserved_cost_usd = static_cast<double>(item.reserved_calls) *
+                                 estimate_call_cost(m_services.cost, prompt_chars(item) + k_plan_overhead_chars);
+    }
 }
 
 size_t SearchLoop::prompt_chars(const WorkItem& item)
@@ -221,6 +250,10 @@ void SearchLoop::dispatch(Flight& flight)
     case ItemKind::tune: accept_proposal(flight, inline_proposal(item)); return;
     case ItemKind::propose:
     case ItemKind::repair: {
+        if (item.two_phase && plans_enabled() && !m_services.builtin) {
+            dispatch_plan(flight);
+            return;
+        }
         ProposalContext context = proposal_context(item);
         if (m_services.builtin) {
             Rng rng(item.seed);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/task.hpp"
 #include "search/budget.hpp"
 
 namespace kforge {
@@ -106,6 +107,7 @@ Json build_run_summary(const Archive& archive, const SearchOutcome& outcome)
     return Json{{"archive", path},
                 {"run_id", run.run_id},
                 {"task", run.task_name},
+                {"reference_kind", reference_kind_name(spec_reference_kind(run.task_spec))},
                 {"state", run.state},
                 {"stop", {{"reason", stop_reason_name(outcome.reason)}, {"text", outcome.reason_text}}},
                 {"candidates",

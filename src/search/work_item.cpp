@@ -80,6 +80,12 @@ Json WorkItem::to_json() const
                 {"seed_index", seed_index},
                 {"subject", optional_id(subject)},
                 {"meta_request", meta_request},
+                {"two_phase", two_phase},
+                {"focus", focus},
+                {"focus_reason", focus_reason},
+                {"tries_seen", tries_seen},
+                {"show_schedules", show_schedules},
+                {"plan_done", plan_done},
                 {"reserved_calls", reserved_calls},
                 {"reserved_cost_usd", reserved_cost_usd}};
 }
@@ -114,6 +120,13 @@ WorkItem WorkItem::from_json(const Json& json, std::string_view what)
     item.subject = read_optional_id(reader, "subject");
     if (reader.has("meta_request"))
         item.meta_request = reader.at("meta_request").json();
+    item.two_phase = reader.get_bool("two_phase", false);
+    item.focus = reader.get_string("focus", "");
+    item.focus_reason = reader.get_string("focus_reason", "");
+    item.tries_seen = reader.get_int("tries_seen", 0);
+    item.show_schedules = reader.get_bool("show_schedules", false);
+    if (reader.has("plan_done"))
+        item.plan_done = reader.at("plan_done").json();
     item.reserved_calls = static_cast<int>(reader.get_int("reserved_calls", 0));
     item.reserved_cost_usd = reader.get_number("reserved_cost_usd", 0);
     return item;

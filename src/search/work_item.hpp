@@ -51,6 +51,16 @@ struct WorkItem {
     int seed_index = 0;                // seed: index into Task::seeds
     std::optional<int64_t> subject;    // analyst: the candidate the lesson is about
     Json meta_request = Json::object(); // meta_prompt: {"current": prompt, "history": [prompts]}
+    // Two-phase proposals (a planner, then a coder). The planner is shown the technique statistics
+    // of the run's first `tries_seen` technique tries (the recorded prefix when it was scheduled).
+    bool two_phase = false;
+    std::string focus;                 // the technique the search suggests ("" for none)
+    std::string focus_reason;
+    int64_t tries_seen = 0;
+    bool show_schedules = false;       // one of the run's first plans: earlier tasks' schedules shown
+    // Phase 1's result once it is back (null before): {"status", "problem", "plan", "calls",
+    // "call_failed"}. Saved with the pending items, so a resumed run goes on with phase 2.
+    Json plan_done;
     // Budget reservations while the item is in flight (a deterministic estimate).
     int reserved_calls = 0;
     double reserved_cost_usd = 0;

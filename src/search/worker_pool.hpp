@@ -1,4 +1,5 @@
-// A small pool of threads for the search's slow calls: proposals, lesson and meta-prompt calls.
+// A small pool of threads for the search's slow calls: proposals (and the two phases of planned
+// ones), lesson and meta-prompt calls.
 //
 // Jobs start in the order they are posted (the search posts them in schedule order) and their
 // results come back tagged with the item's sequence number, in whatever order they finish; the
@@ -19,20 +20,21 @@
 #include <vector>
 
 #include "agents/llm_ops.hpp"
+#include "agents/plan_code.hpp"
 #include "agents/proposer.hpp"
 
 namespace kforge {
 
 struct PoolResult {
     uint64_t seq = 0;
-    std::variant<Proposal, MetaPromptResult, LessonResult> value;
+    std::variant<Proposal, MetaPromptResult, LessonResult, PlanOutcome> value;
     std::exception_ptr error; // set when the job threw; `value` is then meaningless
 };
 
 class WorkerPool
 {
 public:
-    using Job = std::function<std::variant<Proposal, MetaPromptResult, LessonResult>()>;
+    using Job = std::function<std::variant<Proposal, MetaPromptResult, LessonResult, PlanOutcome>()>;
 
     explicit WorkerPool(int threads);
     ~WorkerPool();

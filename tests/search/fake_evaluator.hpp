@@ -16,6 +16,7 @@
 // order, as the real pipeline's do. Waiting jobs are taken lowest ticket first, as the contract says.
 #pragma once
 
+#include <stdexcept>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -61,6 +62,11 @@ public:
     double gpu_busy_fraction() const override;
     Json environment() const override;
     std::vector<Measurement> baselines() const override;
+    // The fake landscape has no program to check.
+    std::string check_program(const std::vector<std::string>&) override
+    {
+        throw std::logic_error("the fake evaluator runs no PyTorch program");
+    }
 
     // Every job submitted so far, in submission order.
     std::vector<EvalJob> jobs() const;

@@ -70,6 +70,19 @@ std::string scripted_kernel_reply(const std::string& prompt, const ScriptedSetti
                        variant, speed, cell, verdict, suspicious, held_out);
 }
 
+std::string scripted_plan_reply(const std::string& prompt)
+{
+    static const char* const k_techniques[] = {"vectorize-16b", "warp-per-row", "online-softmax", "single-pass-rows",
+                                               "cache-hints", "new: two rows per warp"};
+    uint64_t h = hash64(prompt, 11);
+    if (prompt.find("could not be read") == std::string::npos && h % 9 == 0)
+        return "I would vectorise the loads; the plan is {techniques: [vectorize-16b], steps: none yet"; // unreadable
+    const char* technique = k_techniques[(h >> 8) % std::size(k_techniques)];
+    return fmt::format("```json\n{{\"techniques\": [\"{}\"], \"expected_speedup\": {:.2f}, "
+                       "\"steps\": [\"apply {} to the row loop\"], \"why\": \"scripted plan {}\"}}\n```\n",
+                       technique, 1.0 + static_cast<double>((h >> 16) % 50) / 100.0, technique, h % 13);
+}
+
 ScriptedProvider::ScriptedProvider(ScriptedSettings settings) : Provider(scripted_spec(), {}), m_settings(settings) {}
 
 ChatResult ScriptedProvider::exchange(const ChatRequest& request)
@@ -93,7 +106,9 @@ ChatResult ScriptedProvider::exchange(const ChatRequest& request)
     uint64_t h = hash64(prompt);
     switch (request.purpose) {
     case CallPurpose::propose:
-    case CallPurpose::repair: record.reply = scripted_kernel_reply(prompt, m_settings); break;
+    case CallPurpose::repair:
+    case CallPurpose::code: record.reply = scripted_kernel_reply(prompt, m_settings); break;
+    case CallPurpose::plan: record.reply = scripted_plan_reply(prompt); break;
     case CallPurpose::analyst:
         record.reply = fmt::format("LESSON: variant {} taught that scripted kernels get faster.\nTAGS: scripted, t{}",
                                    h % 7, h % 3);
@@ -114,9 +129,19 @@ const Task& softmax_task()
     return task;
 }
 
+const Menu& softmax_menu()
+{
+    static const Menu menu = MenuSet::load_default().pick(softmax_task());
+    return menu;
+}
+
 SearchOutcome run_session(const fs::path& path, const HarnessOptions& options)
 {
-    const Task& task = softmax_task();
+    return run_session(path, options, softmax_task());
+}
+
+SearchOutcome run_session(const fs::path& path, const HarnessOptions& options, const Task& task)
+{
     SearchConfig config = options.config;
     config.progress = ProgressMode::quiet;
     std::optional<Archive> archive;
@@ -147,6 +172,13 @@ SearchOutcome run_session(const fs::path& path, const HarnessOptions& options)
         models.add(provider, 1);
         proposer = std::make_unique<LlmProposer>(models, *library);
     }
+    ModelMix planners;
+    if (!options.planner_replay.empty())
+        planners.add(std::make_shared<ReplayProvider>(ModelSpec{"replay", "planner", "", 1, std::nullopt, 8192},
+                                                      options.planner_replay, CallRecorder{}),
+                     1);
+    static const MenuSet menus = MenuSet::load_default();
+    const Menu menu = menus.pick(task, config.menu);
     SearchServices services{evaluator, *proposer};
     services.builtin = builtin;
     services.models = builtin ? nullptr : &models;
@@ -155,6 +187,9 @@ SearchOutcome run_session(const fs::path& path, const HarnessOptions& options)
     services.cost = options.cost;
     services.cost.models = !builtin;
     services.hooks.on_recorded = options.on_recorded;
+    services.hooks.on_plan_stored = options.on_plan_stored;
+    services.planner = planners.size() > 0 ? &planners : nullptr;
+    services.menu = &menu;
     SearchOutcome outcome = run_search(*archive, task, config, services);
     if (options.inspect_evaluator)
         options.inspect_evaluator(evaluator);
@@ -187,6 +222,20 @@ std::vector<std::string> run_fingerprint(const fs::path& path)
     for (const auto& lesson : archive.lessons())
         lines.push_back(fmt::format("lesson task={} candidate={} text={}", lesson.task_name,
                                     lesson.candidate_id.value_or(0), lesson.text));
+    for (const auto& plan : archive.candidate_plans()) {
+        std::string techniques;
+        for (const auto& claimed : plan.techniques)
+            techniques += fmt::format("{}{}:{}", techniques.empty() ? "" : ",", claimed.choice.id,
+                                      applied_name(claimed.applied));
+        lines.push_back(fmt::format("plan candidate=#{} menu={} status={} problem={} focus={} techniques=[{}] "
+                                    "predicted={} measured={} followed={} calls={} plan={}",
+                                    plan.candidate_id, plan.menu, plan_status_name(plan.status), plan.problem,
+                                    plan.focus, techniques,
+                                    plan.predicted_speedup ? fmt::format("{:.4f}", *plan.predicted_speedup) : "-",
+                                    plan.measured_speedup ? fmt::format("{:.6f}", *plan.measured_speedup) : "-",
+                                    plan.followed ? (*plan.followed ? "yes" : "no") : "-", plan.call_ids.size(),
+                                    plan.plan ? plan.plan->to_json().dump() : "null"));
+    }
     if (auto state = archive.search_state(k_loop_state_key))
         lines.push_back(fmt::format("rng={} next_seq={} generation={}", (*state)["rng"].get<std::string>(),
                                     (*state)["next_seq"].dump(), (*state)["generation"].dump()));

@@ -49,6 +49,9 @@ private:
 
 // The reply the scripted model gives to a proposal prompt (exposed for replay-file tests).
 std::string scripted_kernel_reply(const std::string& prompt, const ScriptedSettings& settings);
+// The reply it gives to a planner prompt: a JSON plan naming one technique of the softmax task's
+// menu (or a new one), or, for one prompt in nine that is not a repair prompt, an unreadable plan.
+std::string scripted_plan_reply(const std::string& prompt);
 
 struct HarnessOptions {
     SearchConfig config;             // progress forced quiet
@@ -59,19 +62,26 @@ struct HarnessOptions {
     KnowledgeBase* knowledge = nullptr;
     CostModel cost;                  // cost.models is set for model runs
     std::function<void(const Candidate&)> on_recorded;
+    std::function<void(uint64_t)> on_plan_stored;          // SearchHooks::on_plan_stored
     std::function<void(FakeEvaluator&)> inspect_evaluator; // called after the session
+    // With config.plan_share > 0: the replies of the planner, when it is not the main model.
+    std::vector<LlmCallRecord> planner_replay;
 };
 
 // The task every search test uses (tasks/softmax_f32.json).
 const Task& softmax_task();
+// The bundled menu the softmax task gets (rowwise).
+const Menu& softmax_menu();
 
 // Creates the archive at `path` when it does not exist (with a run record and a run secret), else
 // opens it for writing, and runs one session of the search on it.
 SearchOutcome run_session(const std::filesystem::path& path, const HarnessOptions& options);
+// The same on another task (its own fake landscape; the menu picked by its category and tags).
+SearchOutcome run_session(const std::filesystem::path& path, const HarnessOptions& options, const Task& task);
 
-// Everything the run chose, one line per recorded candidate, elite placement, strategy text and
-// lesson, in record order, without ids of model calls or times: two runs that made the same
-// choices have equal fingerprints.
+// Everything the run chose, one line per recorded candidate, elite placement, strategy text,
+// lesson and plan, in record order, without ids of model calls or times: two runs that made the
+// same choices have equal fingerprints.
 std::vector<std::string> run_fingerprint(const std::filesystem::path& path);
 
 // The first index where two fingerprints differ (or the shorter length), for failure messages.

@@ -76,7 +76,7 @@ std::string check_task(const Task& task, const GpuContext& context, const Intern
     if (!compiled.ok)
         return "FAIL " + task.name + ": the reference does not compile: " + compiled.message + "\n";
     LoadedKernels reference(compiled.cubin, compile.kernels);
-    Workspace workspace(task, context, kernels, 0x5eed, reference, task.reference.plan, compile.params);
+    Workspace workspace(task, context, kernels, 0x5eed, &reference, task.reference.plan, compile.params);
 
     std::string report;
     std::vector<const Shape*> shapes;

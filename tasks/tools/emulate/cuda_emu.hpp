@@ -252,3 +252,14 @@ inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
 inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
 // ==== end of seeds-misc additions ====
+
+// ==== torch-replies additions (bf16 arithmetic: each operation exact in float, then rounded to
+// bf16 once, which is what the hardware's bf16 add/mul/fma give for these magnitudes) ====
+inline __nv_bfloat16 __float2bfloat16(float f) { return __float2bfloat16_rn(f); }
+inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return __float2bfloat16_rn(__bfloat162float(a) + __bfloat162float(b)); }
+inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return __float2bfloat16_rn(__bfloat162float(a) * __bfloat162float(b)); }
+inline __nv_bfloat16 __hfma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c)
+{
+    return __float2bfloat16_rn((float)((double)__bfloat162float(a) * __bfloat162float(b) + __bfloat162float(c)));
+}
+// ==== end of torch-replies additions ====

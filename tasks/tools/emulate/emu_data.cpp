@@ -133,13 +133,17 @@ std::map<std::string, Buffer> make_inputs(const Task& task, const Shape& shape, 
 }
 
 // ---- ground truth (fp64, written independently of the CUDA references) -------------------------------
-static std::vector<double> values(std::map<std::string, Buffer>& b, const std::string& name)
+std::vector<double> buffer_values(Buffer& buf)
 {
-    Buffer& buf = b.at(name);
     std::vector<double> v(buf.count);
     for (int64_t i = 0; i < buf.count; ++i)
         v[i] = load(buf, i);
     return v;
+}
+
+static std::vector<double> values(std::map<std::string, Buffer>& b, const std::string& name)
+{
+    return buffer_values(b.at(name));
 }
 
 std::vector<double> ground_truth(const Task& task, const Shape& shape, std::map<std::string, Buffer>& in)

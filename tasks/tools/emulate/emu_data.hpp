@@ -12,7 +12,9 @@
 
 using namespace kforge;
 
-constexpr size_t k_canary = 64;
+// Canary bytes on each side of every buffer: 64 KiB, the GPU worker's guard band
+// (evaluator/worker/gpu_workspace.hpp), so a stray write the GPU would see is seen here too.
+constexpr size_t k_canary = 64 * 1024;
 struct Buffer {
     std::vector<unsigned char> bytes;   // canary + data + canary
     DType dtype = DType::u8;
@@ -24,6 +26,8 @@ struct Buffer {
 Buffer make_buffer(DType dtype, int64_t count, unsigned char fill);
 // False when a write strayed outside the buffer's data.
 bool canaries_intact(const Buffer& b);
+// Every element of `b` as a double.
+std::vector<double> buffer_values(Buffer& b);
 std::map<std::string, Buffer> make_inputs(const Task& task, const Shape& shape, uint64_t seed);
 // The task's output computed in fp64 from `in`; throws std::runtime_error for a task it does not know.
 std::vector<double> ground_truth(const Task& task, const Shape& shape, std::map<std::string, Buffer>& in);

@@ -1,8 +1,8 @@
-// kemu: runs a task's reference and seed kernels on the CPU (see cuda_emu.hpp) on the task's test
-// shapes, for every param point, and compares them with an independent fp64 ground truth using the
-// task's own check expressions. Also evaluates the "all zeros" and "copy of an input" candidates.
+// kemu's runtime: CUDA kernels run on the CPU (see cuda_emu.hpp). Each kernel file is compiled as
+// C++ into a shared object per param point; the threads of a block are fibers that switch only at
+// barriers, warp operations and __nanosleep; several blocks are resident at once, each running its
+// own copy of the object so that static __shared__ variables are per block. emu_main.cpp drives it.
 //
-// usage: emulate TASK.json [--shapes tests|held|all] [--only FILE-SUBSTRING] [--points N]
 // Build and run: see tasks/tools/README.md. EMU_DIR (compile-time) is this folder; compiled kernels
 // are cached in $EMU_CACHE (default /tmp/kforge-emulate-cache).
 #include <dlfcn.h>
@@ -28,7 +28,7 @@
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "core/task.hpp"
-#include "emu_data.hpp"
+#include "emu_runtime.hpp"
 #include "util/hash.hpp"
 #include "util/text.hpp"
 
@@ -39,7 +39,6 @@
 using namespace kforge;
 
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
-typedef void (*emu_invoker)(void* fn, void** args, int nargs, const char* kinds);
 extern "C" {
 dim3 emu_thread_idx, emu_block_idx, emu_block_dim, emu_grid_dim;
 void emu_switch(void** save_sp, void* to_sp);
@@ -302,17 +301,11 @@ void emu_yield()
     emu_switch(&g_cur->sp, g_sched_sp);
 }
 
-
-struct Registered {
-    void* fn;
-    emu_invoker invoker;
-};
-std::map<std::string, Registered>* g_registry = nullptr;
+KernelRegistry* g_registry = nullptr;
 void emu_register(const char* name, void* fn, emu_invoker invoker) { (*g_registry)[name] = {fn, invoker}; }
 }
 
 // ---- compiling kernel files to shared objects ------------------------------------------------------
-namespace {
 std::string cache_dir()
 {
     const char* dir = getenv("EMU_CACHE");
@@ -329,7 +322,7 @@ std::string so_path(const KernelFile& file, const ParamPoint& point)
     return cache_dir() + "/" + h.hex().substr(0, 24) + ".so";
 }
 
-std::string compile_command(const KernelFile& file, const ParamPoint& point, const std::string& out)
+static std::string compile_command(const KernelFile& file, const ParamPoint& point, const std::string& out)
 {
     std::string glue = out + ".glue.cpp";
     std::ofstream g(glue);
@@ -357,32 +350,61 @@ std::string compile_command(const KernelFile& file, const ParamPoint& point, con
     std::string cmd = std::string("g++ -std=c++17 -O1 -fPIC -shared -fno-gnu-unique -w -include ") + EMU_DIR "/cuda_emu.hpp -I" EMU_DIR "/fakeinc";
     for (const auto& [k, v] : point)
         cmd += " -D" + k + "=" + std::to_string(v);
-    return cmd + " " + glue + " -o " + out + ".tmp && mv " + out + ".tmp " + out + " 2> " + out + ".log";
+    return cmd + " " + glue + " -o " + out + ".tmp 2> " + out + ".log && mv " + out + ".tmp " + out;
 }
 
-void compile_all(const std::vector<std::pair<const KernelFile*, ParamPoint>>& jobs)
+std::map<std::string, std::string> compile_all(const std::vector<std::pair<const KernelFile*, ParamPoint>>& jobs)
 {
-    std::vector<std::string> commands;
+    std::vector<std::string> commands, outputs;
     for (const auto& [file, point] : jobs) {
         std::string out = so_path(*file, point);
-        if (access(out.c_str(), F_OK) != 0)
+        if (access(out.c_str(), F_OK) != 0 && std::find(outputs.begin(), outputs.end(), out) == outputs.end()) {
             commands.push_back(compile_command(*file, point, out));
+            outputs.push_back(out);
+        }
     }
+    std::map<std::string, std::string> failed;
+    std::mutex mutex;
     std::atomic<size_t> next{0};
     auto worker = [&] {
         for (size_t i; (i = next++) < commands.size();)
-            if (std::system(commands[i].c_str()) != 0)
-                fprintf(stderr, "compile failed: %s\n", commands[i].c_str());
+            if (std::system(commands[i].c_str()) != 0) {
+                std::ifstream in(outputs[i] + ".log");
+                std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+                std::lock_guard lock(mutex);
+                failed[outputs[i]] = log;
+            }
     };
     std::thread a(worker), b(worker);
     a.join();
     b.join();
+    return failed;
+}
+
+KernelRegistry* kernel_copy(const std::string& so, size_t k)
+{
+    // Each object is opened once per resident slot and kept: its static constructors register the
+    // kernels into g_registry. Registries are handed out by address, so none may move.
+    static std::map<std::string, std::vector<KernelRegistry>> loaded;
+    auto& copies = loaded[so];
+    copies.reserve(1024);
+    while (copies.size() <= k) {
+        std::string path = so;
+        if (!copies.empty()) {
+            path = so + ".slot" + std::to_string(copies.size()) + ".so";
+            std::filesystem::copy_file(so, path, std::filesystem::copy_options::overwrite_existing);
+        }
+        copies.emplace_back();
+        g_registry = &copies.back();
+        if (!dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
+            throw std::runtime_error(std::string("dlopen: ") + dlerror());
+    }
+    return &copies[k];
 }
 
 // ---- running a plan ------------------------------------------------------------------------------
-// copy(s) is the kernel registry of the object copy that resident slot s runs (loaded on demand).
 std::string run_plan(const Task& task, const ResolvedPlan& plan, std::map<std::string, Buffer>& bufs,
-                     const std::function<std::map<std::string, Registered>*(size_t)>& copy)
+                     const std::function<KernelRegistry*(size_t)>& copy)
 {
     for (const auto& s : plan.scratch)
         bufs[s.name] = make_buffer(DType::u8, s.bytes, 0xCD);   // scratch is not initialised
@@ -419,116 +441,4 @@ std::string run_plan(const Task& task, const ResolvedPlan& plan, std::map<std::s
             return "canary around '" + name + "' overwritten";
     return "";
 }
-} // namespace
 
-int main(int argc, char** argv)
-{
-    std::string which = "tests", only;
-    size_t max_points = 1000;
-    for (int i = 2; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a == "--shapes") which = argv[++i];
-        else if (a == "--only") only = argv[++i];
-        else if (a == "--points") max_points = std::stoul(argv[++i]);
-    }
-    std::filesystem::create_directories(cache_dir());
-    Task task = load_task(argv[1]);
-    std::vector<Shape> shapes;
-    if (which == "tests" || which == "all") shapes.insert(shapes.end(), task.tests.begin(), task.tests.end());
-    if (which == "held" || which == "all") shapes.insert(shapes.end(), task.held_out.begin(), task.held_out.end());
-    std::vector<const KernelFile*> files{&task.reference};
-    for (const auto& s : task.seeds) files.push_back(&s);
-    std::vector<std::pair<const KernelFile*, ParamPoint>> jobs;
-    for (const KernelFile* f : files)
-        if (only.empty() || f->path.string().find(only) != std::string::npos)
-            for (const auto& p : enumerate_param_points(f->plan, max_points))
-                jobs.push_back({f, p});
-    compile_all(jobs);
-
-    int failures = 0;
-    uint64_t secret = getenv("SECRET") ? std::stoull(getenv("SECRET")) : 0;
-    for (const Shape& shape : shapes) {
-        auto t0 = std::chrono::steady_clock::now();
-        uint64_t seed = shape.seed * 1000003 + secret;
-        auto pristine = make_inputs(task, shape, seed);
-        std::map<std::string, std::vector<double>> truth;
-        for (const auto& arg : task.args)
-            if (arg.is_tensor && arg.intent != Intent::in)
-                truth[arg.name] = ground_truth(task, shape, pristine);
-        // Built-in bad candidates must fail.
-        for (const auto& arg : task.args) {
-            if (!arg.is_tensor || arg.intent == Intent::in)
-                continue;
-            Buffer zeros = make_buffer(arg.dtype, pristine[arg.name].count, 0);
-            CheckResult z = check_output(task, shape, arg, zeros, truth[arg.name], pristine);
-            std::string copy_note;
-            for (const auto& src : task.args)
-                if (src.is_tensor && src.intent == Intent::in && src.dtype == arg.dtype &&
-                    pristine[src.name].count == pristine[arg.name].count) {
-                    CheckResult c = check_output(task, shape, arg, pristine[src.name], truth[arg.name], pristine);
-                    copy_note += " copy(" + src.name + ")=" + (c.ok ? "PASSES(!)" : "rejected");
-                }
-            printf("[%s] bad candidates for %s: zeros=%s%s\n", shape.label.c_str(), arg.name.c_str(),
-                   z.ok ? "PASSES(!)" : "rejected", copy_note.c_str());
-        }
-        for (const auto& [file, point] : jobs) {
-            // Each shared object is opened once per resident slot (copy k of the file for slot k, so
-            // every slot has its own statics), on demand, and kept: its static constructors register
-            // the kernels.
-            static std::map<std::string, std::vector<std::map<std::string, Registered>>> loaded;
-            std::string so = so_path(*file, point);
-            auto& copies = loaded[so];
-            copies.reserve(1024);   // registries are handed out by address
-            auto copy = [&](size_t k) -> std::map<std::string, Registered>* {
-                while (copies.size() <= k) {
-                    std::string path = so;
-                    if (!copies.empty()) {
-                        path = so + ".slot" + std::to_string(copies.size()) + ".so";
-                        std::filesystem::copy_file(so, path, std::filesystem::copy_options::overwrite_existing);
-                    }
-                    copies.emplace_back();
-                    g_registry = &copies.back();
-                    if (!dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
-                        throw std::runtime_error(std::string("dlopen: ") + dlerror());
-                }
-                return &copies[k];
-            };
-            try {
-                copy(0);
-            } catch (const std::exception& e) {
-                printf("FAIL %s %s: %s\n", file->path.filename().c_str(), describe_param_point(point).c_str(), e.what());
-                ++failures;
-                continue;
-            }
-            auto bufs = pristine;
-            std::string problem;
-            try {
-                problem = run_plan(task, resolve_plan(task, file->plan, shape, point), bufs, copy);
-            } catch (const std::exception& e) {
-                problem = e.what();
-            }
-            double worst = 0;
-            for (const auto& arg : task.args) {
-                if (!arg.is_tensor || !problem.empty())
-                    continue;
-                if (arg.intent == Intent::in) {
-                    if (bufs[arg.name].bytes != pristine[arg.name].bytes)
-                        problem = "input '" + arg.name + "' was modified";
-                    continue;
-                }
-                CheckResult r = check_output(task, shape, arg, bufs[arg.name], truth[arg.name], pristine);
-                worst = std::max(worst, r.worst);
-                if (!r.ok)
-                    problem = arg.name + " " + r.first;
-            }
-            printf("%s [%s] %s %s: %s (worst err/tol %.3g)\n", problem.empty() ? "ok  " : "FAIL", shape.label.c_str(),
-                   file->path.filename().c_str(), describe_param_point(point).c_str(),
-                   problem.empty() ? "correct" : problem.c_str(), worst);
-            failures += !problem.empty();
-        }
-        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        fprintf(stderr, "[%s] %.1f s\n", shape.label.c_str(), secs);
-    }
-    printf("%s: %d failure(s)\n", task.name.c_str(), failures);
-    return failures ? 1 : 0;
-}

@@ -1,0 +1,165 @@
+"""What a problem's tensors look like at given sizes: on the meta device for free, on a real device
+when the values matter.
+
+The importer needs the dims of every input, parameter and output at many sizes (to find the size
+symbols, choose shapes and fit dims expressions), including the file's own sizes, which may be
+gigabytes. On the `meta` device the model, the inputs and the forward run without allocating, so
+each evaluation costs milliseconds whatever the sizes. Where an operation has no meta kernel (or
+needs values, like `.item()`), the forward runs on the real device instead, but only while the
+inputs are small; at bigger sizes the outputs stay unknown and their dims come from the fit.
+
+`run_real` runs the program for its values: own dtype and fp64 (`model.double()`, float inputs
+`.double()`) on the same inputs, as the tolerances and the reference process need.
+"""
+import collections
+import copy
+import math
+import time
+
+import torch
+
+from .problem import ProblemError, dtype_name
+
+TensorFact = collections.namedtuple("TensorFact", "dims dtype")   # dims: tuple of ints, 0-dim -> (1,)
+ScalarFact = collections.namedtuple("ScalarFact", "value dtype")  # a Python number among the inputs
+
+REAL_FALLBACK_ELEMENTS = 1 << 22  # the most input elements a forward runs on the CPU for its dims
+
+
+def tensor_fact(tensor, what):
+    dims = tuple(int(d) for d in tensor.shape) or (1,)
+    return TensorFact(dims, dtype_name(tensor.dtype, what))
+
+
+def scalar_fact(value):
+    if isinstance(value, bool):
+        return ScalarFact(int(value), "u8")
+    if isinstance(value, int):
+        return ScalarFact(value, "i64")
+    return ScalarFact(float(value), "f32")
+
+
+class Layout:
+    """Dims and dtypes of one evaluation; `outputs` is None where they could not be learned."""
+
+    def __init__(self, inputs, params, outputs, output_tuple):
+        self.inputs, self.params, self.outputs, self.output_tuple = inputs, params, outputs, output_tuple
+
+    def tensors(self):
+        """(role, index or key, TensorFact) for every tensor."""
+        for i, fact in enumerate(self.inputs):
+            if isinstance(fact, TensorFact):
+                yield "input", i, fact
+        for key, fact in self.params:
+            yield "param", key, fact
+        for i, fact in enumerate(self.outputs or []):
+            yield "output", i, fact
+
+    def max_elements(self):
+        return max((math.prod(f.dims) for _, _, f in self.tensors()), default=0)
+
+    def has_empty_dim(self):
+        return any(0 in f.dims for _, _, f in self.tensors())
+
+
+def input_facts(inputs):
+    return [tensor_fact(v, f"input {i}") if isinstance(v, torch.Tensor) else scalar_fact(v)
+            for i, v in enumerate(inputs)]
+
+
+def param_facts(model):
+    return [(key, tensor_fact(t, f"parameter {key}")) for key, t in model.state_dict().items()]
+
+
+def output_facts(outputs):
+    return [tensor_fact(t, f"output {i}") for i, t in enumerate(outputs)]
+
+
+def _no_meta_kernel(error):
+    cause = getattr(error, "cause", None)
+    text = str(cause if cause is not None else error).lower()
+    return isinstance(cause, NotImplementedError) or "meta" in text
+
+
+class Evaluator:
+    """Evaluates one problem file's layout at any sizes; remembers whether meta forwards work."""
+
+    def __init__(self, problem_file, real_device="cpu"):
+        self.file = problem_file
+        self.real_device = real_device
+        self.meta_forward = True   # False once a forward needed a kernel the meta device lacks
+        self.meta_note = ""
+
+    def inputs(self, sizes):
+        """Facts of get_inputs() at `sizes` (meta device)."""
+        program = self.file.load(sizes)
+        return input_facts(program.make_inputs(0, "meta"))
+
+    def layout(self, sizes):
+        """The Layout at `sizes`; raises ProblemError where the program fails there."""
+        program = self.file.load(sizes)
+        model = program.build_model(0, "meta")
+        inputs = program.make_inputs(0, "meta")
+        facts = input_facts(inputs)
+        params = param_facts(model)
+        if self.meta_forward:
+            try:
+                outputs, is_tuple = program.run_forward(model, inputs, "meta")
+                return Layout(facts, params, output_facts(outputs), is_tuple)
+            except ProblemError as e:
+                if not _no_meta_kernel(e):
+                    raise
+                self.meta_forward = False
+                self.meta_note = (f"the forward cannot run on the meta device ({e}); output dims come from "
+                                  "real forwards at small sizes")
+        elements = sum(math.prod(f.dims) for f in facts if isinstance(f, TensorFact))
+        if elements > REAL_FALLBACK_ELEMENTS:
+            return Layout(facts, params, None, None)
+        run = run_real(self.file, sizes, 0, 0, self.real_device, fp64=False)
+        return run.layout
+
+
+class RealRun:
+    """One real run: inputs, parameters, outputs in the program's dtype and, where it runs, in fp64."""
+
+    def __init__(self, sizes, inputs, state, outputs, output_tuple, outputs64, fp64_note, seconds):
+        self.sizes, self.inputs, self.state = sizes, inputs, state
+        self.outputs, self.output_tuple = outputs, output_tuple
+        self.outputs64, self.fp64_note, self.seconds = outputs64, fp64_note, seconds
+        self.layout = Layout(input_facts(inputs), [(k, tensor_fact(t, f"parameter {k}")) for k, t in state.items()],
+                             output_facts(outputs), output_tuple)
+
+
+def model_to_fp64(model):
+    """A double copy of the model (floating parameters and buffers)."""
+    return copy.deepcopy(model).double()
+
+
+def inputs_to_fp64(inputs):
+    """The inputs with float tensors as doubles; integer tensors and Python numbers as they are."""
+    return [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
+
+
+def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, program=None):
+    """Runs the program at `sizes` on `device` (own dtype, then fp64 when `fp64`)."""
+    program = program or problem_file.load(sizes)
+    began = time.perf_counter()
+    model = program.build_model(param_seed, device)
+    inputs = program.make_inputs(input_seed, device)
+    fresh = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]  # the forward may write its inputs
+    outputs, is_tuple = program.run_forward(model, fresh, device)
+    seconds = time.perf_counter() - began  # model, inputs and the own forward
+    outputs64, note = None, ""
+    if fp64:
+        try:
+            outputs64, _ = program.run_forward(model_to_fp64(model), inputs_to_fp64(inputs), device)
+            if len(outputs64) != len(outputs):
+                raise ProblemError(f"the fp64 forward returned {len(outputs64)} outputs, not {len(outputs)}")
+            for own, ref in zip(outputs, outputs64):
+                if own.shape != ref.shape:
+                    raise ProblemError(f"the fp64 forward gives dims {list(ref.shape)} where the program's own "
+                                       f"give {list(own.shape)}")
+        except ProblemError as e:
+            outputs64, note = None, f"the program does not run in fp64: {e}"
+    state = {k: t.detach() for k, t in model.state_dict().items()}
+    return RealRun(dict(sizes), inputs, state, outputs, is_tuple, outputs64, note, seconds)

@@ -1,0 +1,264 @@
+"""A KernelBench-format problem file: loading it with its sizes rebound, and running it under seeds.
+
+A problem is one Python file with `class Model(nn.Module)`, `get_inputs()`, `get_init_inputs()` and
+module-level variables that set its sizes. To run it at other sizes, the file is parsed and every
+top-level assignment to a rebound name gets the new value before the module runs, so values the file
+computes from it (`hidden = dim * 4`) follow, exactly as if the user had edited the number. Models
+and inputs are made under `torch.manual_seed` and inside `DeviceMode`, so the same seeds give the
+same tensors on the same device, made where they will be used.
+
+Everything the program does wrong becomes a `ProblemError` whose message names what was called, the
+exception's last line and the line of the problem file where it was raised: the importer prints it
+as `{"error": ...}` and the reference process replies with it.
+"""
+import ast
+import inspect
+import numbers
+import os
+import sys
+import traceback
+import types
+
+import torch
+
+from .device_mode import DeviceMode
+
+DTYPE_NAMES = {
+    torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64",
+    torch.int8: "i8", torch.uint8: "u8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
+    torch.bool: "u8",
+}
+TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+                "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64}
+KNOWN_DTYPES = "f16 bf16 f32 f64 i8 u8 i16 i32 i64"
+
+
+class ProblemError(Exception):
+    """The problem file is not a usable KernelBench problem; the message says why and where.
+    `cause` is the program's own exception where there was one."""
+
+    def __init__(self, message, cause=None):
+        super().__init__(message)
+        self.cause = cause
+
+
+def dtype_name(dtype, what):
+    """kforge's name of a torch dtype (`torch.bool` is `u8`); a ProblemError for one it lacks."""
+    name = DTYPE_NAMES.get(dtype)
+    if name is None:
+        raise ProblemError(f"{what} has dtype {str(dtype).replace('torch.', '')}, which kforge has no "
+                           f"name for (kforge's dtypes: {KNOWN_DTYPES})")
+    return name
+
+
+def raised(what, error, path):
+    """A ProblemError for `error` raised while doing `what`, pointing at the problem file's line."""
+    text = str(error).strip().splitlines()
+    message = f"{type(error).__name__}: {text[-1] if text else ''}".rstrip(": ")
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if os.path.abspath(frame.filename) == path:
+            line = frame.lineno
+    where = f" ({os.path.basename(path)} line {line})" if line else ""
+    return ProblemError(f"{what} raises {message}{where}", error)
+
+
+class ProblemFile:
+    """One problem file, parsed once; `load(sizes)` runs it with module variables rebound."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                self.source = f.read()
+        except OSError as e:
+            raise ProblemError(f"cannot read {path}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise ProblemError(f"{path} is not UTF-8 text: {e}") from None
+        try:
+            self.tree = ast.parse(self.source, filename=self.path)
+        except SyntaxError as e:
+            raise ProblemError(f"{os.path.basename(self.path)} line {e.lineno}: SyntaxError: {e.msg}") from None
+        self._code = {}  # compiled code by rebound sizes
+        self.top_level_names = set()
+        for node in self.tree.body:
+            for target in _assigned_targets(node):
+                self.top_level_names.update(_names_in(target))
+
+    def load(self, sizes=None):
+        """Runs the file with each name in `sizes` rebound to its value; a Program."""
+        sizes = dict(sizes or {})
+        for name in sizes:
+            if name not in self.top_level_names:
+                raise ProblemError(f"{name} is not a variable assigned at the top level of "
+                                   f"{os.path.basename(self.path)}, so it cannot be rebound")
+        key = tuple(sorted(sizes.items()))
+        code = self._code.get(key)
+        if code is None:
+            tree = ast.parse(self.source, filename=self.path) if sizes else self.tree
+            for node in tree.body if sizes else []:
+                _rebind(node, sizes, os.path.basename(self.path))
+            code = compile(ast.fix_missing_locations(tree), self.path, "exec")
+            if len(self._code) > 256:
+                self._code.clear()
+            self._code[key] = code
+        module = types.ModuleType("kforge_problem_" + _identifier(os.path.basename(self.path)[:-3]))
+        module.__file__ = self.path
+        sys.modules[module.__name__] = module  # for tools that look a class's module up (torch.compile)
+        try:
+            exec(code, module.__dict__)
+        except Exception as e:
+            raise raised(f"running {os.path.basename(self.path)}", e, self.path) from None
+        for name, value in sizes.items():
+            if module.__dict__.get(name) != value:
+                raise ProblemError(f"rebinding {name} to {value} did not hold: the file changes it after "
+                                   "assigning it")
+        return Program(self, module.__dict__)
+
+
+def _assigned_targets(node):
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, ast.AnnAssign) and node.value is not None:
+        return [node.target]
+    return []
+
+
+def _names_in(target):
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for element in target.elts for n in _names_in(element)]
+    return []
+
+
+def _rebind(node, sizes, filename):
+    """Gives each assignment in `node` to a name of `sizes` that name's value."""
+    targets = _assigned_targets(node)
+    names = [n for t in targets for n in _names_in(t) if n in sizes]
+    if not names:
+        return
+    if len(targets) == 1 and isinstance(targets[0], ast.Name):
+        node.value = ast.Constant(sizes[targets[0].id])
+        return
+    if (len(targets) == 1 and isinstance(targets[0], (ast.Tuple, ast.List))
+            and isinstance(node.value, (ast.Tuple, ast.List))
+            and len(node.value.elts) == len(targets[0].elts)
+            and all(isinstance(t, ast.Name) for t in targets[0].elts)):
+        for i, target in enumerate(targets[0].elts):
+            if target.id in sizes:
+                node.value.elts[i] = ast.Constant(sizes[target.id])
+        return
+    raise ProblemError(f"cannot rebind {names[0]}: {filename} line {node.lineno} assigns it together with "
+                       "other names; give it an assignment of its own")
+
+
+def _identifier(text):
+    return "".join(c if c.isalnum() else "_" for c in text)
+
+
+class Program:
+    """A problem file run once at some sizes: its Model, input functions and module variables."""
+
+    def __init__(self, problem_file, namespace):
+        self.file = problem_file
+        self.path = problem_file.path
+        self.namespace = namespace
+        name = os.path.basename(self.path)
+        missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not callable(namespace.get(n))]
+        if missing:
+            raise ProblemError(f"{name} defines no {' and no '.join(missing)}; a KernelBench problem defines "
+                               "class Model(nn.Module), get_inputs() and get_init_inputs()")
+        self.Model = namespace["Model"]
+        if not (isinstance(self.Model, type) and issubclass(self.Model, torch.nn.Module)):
+            raise ProblemError(f"{name}: Model is not a torch.nn.Module subclass")
+
+    def module_vars(self):
+        """The file's module-level numbers (ints, floats, bools) after it ran, by name."""
+        return {k: v for k, v in self.namespace.items()
+                if not k.startswith("_") and isinstance(v, (bool, int, float)) and k in self.file.top_level_names}
+
+    def build_model(self, param_seed, device):
+        """`Model(*get_init_inputs())` under `param_seed`, made on `device`, in eval mode."""
+        torch.manual_seed(param_seed)
+        with DeviceMode(device):
+            init = self._call("get_init_inputs()", self.namespace["get_init_inputs"])
+            if not isinstance(init, (list, tuple)):
+                raise ProblemError(f"get_init_inputs() returned a {type(init).__name__}, not a list")
+            model = self._call("Model(*get_init_inputs())", self.Model, *init)
+        return model.eval()
+
+    def make_inputs(self, input_seed, device):
+        """`get_inputs()` under `input_seed` with `device` as the default device; a list of tensors
+        and Python numbers."""
+        torch.manual_seed(input_seed)
+        with DeviceMode(device):
+            values = self._call("get_inputs()", self.namespace["get_inputs"])
+        if not isinstance(values, (list, tuple)):
+            raise ProblemError(f"get_inputs() returned a {type(values).__name__}, not a list of tensors and "
+                               "numbers")
+        for i, value in enumerate(values):
+            if not isinstance(value, (torch.Tensor, numbers.Number)) or isinstance(value, complex):
+                raise ProblemError(f"get_inputs() returned a {type(value).__name__} at position {i}; forward "
+                                   "inputs must be tensors or Python numbers")
+        return list(values)
+
+    def run_forward(self, model, inputs, device):
+        """`model(*inputs)` without gradients: (list of output tensors, whether it was a tuple/list)."""
+        with torch.no_grad(), DeviceMode(device):
+            out = self._call("Model.forward", model, *inputs)
+        if isinstance(out, torch.Tensor):
+            return [out], False
+        if isinstance(out, (tuple, list)) and out and all(isinstance(t, torch.Tensor) for t in out):
+            return list(out), True
+        kinds = type(out).__name__
+        if isinstance(out, (tuple, list)):
+            kinds += " of " + ", ".join(sorted({type(t).__name__ for t in out})) if out else " (empty)"
+        raise ProblemError(f"forward returned a {kinds}, not a tensor or a tuple/list of tensors")
+
+    def _call(self, what, fn, *args):
+        try:
+            return fn(*args)
+        except ProblemError:
+            raise
+        except Exception as e:
+            raise raised(what, e, self.path) from None
+
+
+def forward_input_names(model_class, count):
+    """Names of the first `count` forward inputs: parameter names, `in{i}` for `*args` and extras."""
+    try:
+        parameters = list(inspect.signature(model_class.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        parameters = []
+    names = []
+    for p in parameters:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+    return [names[i] if i < len(names) else f"in{i}" for i in range(count)]
+
+
+_RESERVED = set("""auto bool break case char class const constexpr continue default delete do double else enum
+extern float for goto if inline int long namespace new operator private protected public register restrict return
+short signed sizeof static struct switch template this throw typedef typename union unsigned using virtual void
+volatile while half threadIdx blockIdx blockDim gridDim warpSize""".split())
+
+
+class Namer:
+    """Unique argument names: a name taken by an earlier one, a size symbol or a C++ keyword gets `_2`."""
+
+    def __init__(self, symbols):
+        self.taken = set(symbols) | _RESERVED
+
+    def unique(self, name):
+        candidate, n = name, 2
+        while candidate in self.taken:
+            candidate, n = f"{name}_{n}", n + 1
+        self.taken.add(candidate)
+        return candidate
+
+
+def param_arg_name(key):
+    """`gemm.weight` -> `gemm_weight`; a name that would start with a digit gets `p_`."""
+    name = _identifier(key)
+    return "p_" + name if name[:1].isdigit() else name

@@ -1,0 +1,155 @@
+// `kforge task import PROBLEM.py [-o SPEC.json] [--name N] [--symbols a,b] [--time-limit S] [--device cpu|cuda]
+// [--force]`:
+// a PyTorch program in KernelBench form becomes a task (docs/torch-tasks.md).
+//
+// The program runs only in a child process (python/kforge_torch/importer.py under the python3 that
+// has torch), in a process group of its own, killed at the time limit or at Ctrl-C: a problem file
+// is code someone handed us. What the child found comes back as JSON; the spec is assembled here
+// (task_import.cpp), written next to the program (the program is copied beside the spec when -o
+// names another folder, so the spec's files stay inside its folder), and loaded back with the
+// ordinary task loader before the command says it succeeded.
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/app.hpp"
+#include "cli/task_import.hpp"
+#include "core/task.hpp"
+#include "util/capture.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "util/text.hpp"
+#include "util/torch_python.hpp"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TaskImportOptions {
+    std::string problem;
+    std::string output;
+    std::string name;
+    std::string symbols;
+    double time_limit_s = 600;
+    std::string device = "cpu";
+    bool force = false;
+};
+
+// The importer's JSON, or a bad-input error with what it said.
+Json run_importer(const TaskImportOptions& options, const fs::path& problem)
+{
+    const TorchPython& python = torch_python();
+    if (python.executable.empty())
+        fail_runtime("cannot import {}: {}", problem.string(), python.problem);
+    std::vector<std::string> args{"-m", "kforge_torch.importer", problem.string()};
+    if (!options.symbols.empty())
+        args.insert(args.end(), {"--symbols", options.symbols});
+    args.insert(args.end(), {"--device", options.device});
+    auto limit = std::chrono::milliseconds(static_cast<int64_t>(options.time_limit_s * 1000));
+    log_info("importing {} with {} (torch {})", problem.string(), python.executable, python.torch_version);
+    CaptureResult run = run_captured(python.executable, args, python.env(), limit);
+    if (run.interrupted)
+        fail(ErrorKind::interrupted, "import of {} stopped at your request", problem.string());
+    Json facts = Json::parse(run.out, nullptr, false);
+    std::string said = facts.is_object() ? facts.value("error", "") : "";
+    if (run.timed_out)
+        fail_input("{}: the program did not finish importing within its {:.0f} s limit (--time-limit): a size or a "
+                   "constructor that is too slow to run on a CPU?",
+                   problem.string(), options.time_limit_s);
+    if (!said.empty()) {
+        // A CPU build of PyTorch lacks some kernels in reduced dtypes (fp16 softmax before 2.1).
+        bool cpu_kernel_missing = options.device == "cpu" && said.find("not implemented for") != std::string::npos;
+        fail_input("{}: {}{}", problem.string(), said,
+                   cpu_kernel_missing ? " (PyTorch's CPU kernels lack this: import on a machine with a GPU with "
+                                        "--device cuda)"
+                                      : "");
+    }
+    if (run.exit_code != 0 || !facts.is_object()) {
+        std::string err = trim(run.err);
+        if (err.size() > 2000)
+            err = "..." + err.substr(err.size() - 2000);
+        fail_runtime("the importer {} without a result{}", run.describe(limit), err.empty() ? "" : ":\n" + err);
+    }
+    return facts;
+}
+
+// Where the spec goes and the program's path relative to it; copies the program beside a spec
+// written in another folder (refusing to replace a different file there).
+std::string place_program(const fs::path& problem, const fs::path& spec)
+{
+    fs::path spec_dir = fs::absolute(spec).parent_path();
+    fs::path beside = spec_dir / problem.filename();
+    std::error_code ec;
+    if (fs::equivalent(beside, problem, ec))
+        return problem.filename().string();
+    std::string text = read_file(problem);
+    if (fs::exists(beside, ec) && read_file(beside) != text)
+        fail_input("{} exists and is not {}: the spec's program must sit beside it; choose another -o folder",
+                   beside.string(), problem.string());
+    write_file_atomic(beside, text);
+    log_info("copied {} beside the spec: {}", problem.filename().string(), beside.string());
+    return problem.filename().string();
+}
+
+int run_task_import(const TaskImportOptions& options)
+{
+    fs::path problem = fs::absolute(options.problem);
+    std::error_code ec;
+    if (!fs::is_regular_file(problem, ec))
+        fail_input("{}: no such file", options.problem);
+    if (options.time_limit_s <= 0)
+        fail(ErrorKind::usage, "--time-limit: expected a number of seconds above 0");
+    fs::path spec = options.output.empty() ? problem.parent_path() / (problem.stem().string() + ".json")
+                                           : fs::path(options.output);
+    if (fs::exists(spec, ec) && !options.force)
+        fail(ErrorKind::usage, "{} exists: pass --force to replace it, or -o another file", spec.string());
+    std::string name = options.name.empty() ? task_name_from_stem(problem.stem().string()) : options.name;
+    if (name != task_name_from_stem(name))
+        fail(ErrorKind::usage, "--name: a task name is an identifier (letters, digits, _), got '{}'", name);
+
+    auto begin = std::chrono::steady_clock::now();
+    Json facts = run_importer(options, problem);
+    fs::create_directories(fs::absolute(spec).parent_path(), ec);
+    std::string reference = place_program(problem, spec);
+    Json spec_json = spec_from_facts(facts, {name, reference});
+    write_file_atomic(spec, spec_json.dump(2) + "\n");
+    Task task;
+    try {
+        task = load_task(spec);
+    } catch (const Error& e) {
+        fail_runtime("internal: the spec written for {} does not load: {}", problem.string(), e.what());
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    log_info("imported {} as task '{}' in {:.1f} s: {} args, {} test, {} bench, {} held-out shapes", problem.string(),
+             task.name, seconds, task.args.size(), task.tests.size(), task.bench.size(), task.held_out.size());
+    for (const auto& line : describe_facts(facts))
+        log_info("  {}", line);
+    log_info("edit {} to change any of this; `kforge task check {}` checks it on a GPU", spec.string(), spec.string());
+    fmt::print("{}\n", spec.string());
+    return k_exit_ok;
+}
+
+} // namespace
+
+void add_task_import_command(CLI::App& task, CommandSlot& slot)
+{
+    auto options = std::make_shared<TaskImportOptions>();
+    auto* cmd = task.add_subcommand("import", "make a task of a PyTorch program (KernelBench form: Model, "
+                                              "get_inputs, get_init_inputs)");
+    cmd->add_option("PROBLEM", options->problem, "the program (.py)")->required();
+    cmd->add_option("-o,--output", options->output, "the spec to write (default: PROBLEM with .json)");
+    cmd->add_option("--name", options->name, "the task's name (default: from the file name)");
+    cmd->add_option("--symbols", options->symbols,
+                    "the module variables that are sizes, comma-separated (default: the ints that shape the inputs)");
+    cmd->add_option("--time-limit", options->time_limit_s, "seconds the import may take")->capture_default_str();
+    cmd->add_option("--device", options->device, "where the import's checking forwards run")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
+    cmd->add_flag("--force", options->force, "replace an existing spec");
+    cmd->callback([options, &slot] { slot = [options] { return run_task_import(*options); }; });
+}
+
+} // namespace kforge

@@ -1,0 +1,118 @@
+"""problem.py and device_mode.py: rebinding module variables, running under seeds, naming, errors."""
+import unittest
+
+import torch
+
+from support import problem_file
+from kforge_torch.device_mode import DeviceMode
+from kforge_torch.problem import Namer, ProblemError, ProblemFile, forward_input_names, param_arg_name
+
+SCALED = """
+    import torch
+    import torch.nn as nn
+
+    batch_size = 8
+    dim: int = 16
+    hidden = dim * 4
+    rows, cols = 3, 5
+
+    class Model(nn.Module):
+        def __init__(self, hidden):
+            super().__init__()
+            self.proj = nn.Linear(dim, hidden)
+
+        def forward(self, x, *rest):
+            return self.proj(x)
+
+    def get_inputs():
+        return [torch.randn(batch_size, dim)]
+
+    def get_init_inputs():
+        return [hidden]
+"""
+
+
+class Rebinding(unittest.TestCase):
+    def test_rebound_values_flow_into_values_computed_from_them(self):
+        program = ProblemFile(problem_file(self, SCALED)).load({"dim": 3, "cols": 7})
+        self.assertEqual(program.module_vars()["hidden"], 12)
+        self.assertEqual(program.module_vars()["cols"], 7)
+        self.assertEqual(program.module_vars()["rows"], 3)
+        model = program.build_model(1, "cpu")
+        self.assertEqual(tuple(model.proj.weight.shape), (12, 3))
+
+    def test_a_name_not_assigned_at_the_top_level_cannot_be_rebound(self):
+        with self.assertRaisesRegex(ProblemError, "width is not a variable assigned at the top level"):
+            ProblemFile(problem_file(self, SCALED)).load({"width": 3})
+
+    def test_a_name_assigned_together_with_others_is_refused_with_its_line(self):
+        path = problem_file(self, "a = b = 4\n")
+        with self.assertRaisesRegex(ProblemError, "line 1 assigns it together"):
+            ProblemFile(path).load({"a": 5})
+
+    def test_a_value_the_file_changes_later_is_reported(self):
+        path = problem_file(self, SCALED + "\n    batch_size += 1\n")
+        with self.assertRaisesRegex(ProblemError, "rebinding batch_size to 4 did not hold"):
+            ProblemFile(path).load({"batch_size": 4})
+
+
+class Running(unittest.TestCase):
+    def test_the_same_seed_gives_the_same_inputs_and_parameters(self):
+        program = ProblemFile(problem_file(self, SCALED)).load()
+        a, b = program.make_inputs(5, "cpu"), program.make_inputs(5, "cpu")
+        self.assertTrue(torch.equal(a[0], b[0]))
+        self.assertFalse(torch.equal(a[0], program.make_inputs(6, "cpu")[0]))
+        m1, m2 = program.build_model(9, "cpu"), program.build_model(9, "cpu")
+        self.assertTrue(torch.equal(m1.proj.weight, m2.proj.weight))
+        self.assertFalse(m1.training)
+
+    def test_a_call_that_raises_names_the_call_and_the_file_line(self):
+        path = problem_file(self, SCALED.replace("return [torch.randn(batch_size, dim)]",
+                                                 "return [torch.randn(batch_size, dim) / undefined_name]"))
+        with self.assertRaisesRegex(ProblemError, r"get_inputs\(\) raises NameError: .*undefined_name.* "
+                                                  r"\(problem.py line 19\)"):
+            ProblemFile(path).load().make_inputs(0, "cpu")
+
+    def test_inputs_that_are_not_tensors_or_numbers_are_refused(self):
+        path = problem_file(self, SCALED.replace("return [torch.randn(batch_size, dim)]", "return [None]"))
+        with self.assertRaisesRegex(ProblemError, "returned a NoneType at position 0"):
+            ProblemFile(path).load().make_inputs(0, "cpu")
+
+    def test_a_file_without_get_init_inputs_is_refused(self):
+        path = problem_file(self, SCALED.replace("def get_init_inputs", "def init_inputs"))
+        with self.assertRaisesRegex(ProblemError, "defines no get_init_inputs"):
+            ProblemFile(path).load()
+
+
+class DevicePlacement(unittest.TestCase):
+    def test_factories_without_a_device_and_cuda_requests_land_on_the_target(self):
+        with DeviceMode("meta"):
+            made = [torch.randn(3), torch.zeros(2, device="cuda"), torch.ones(2).cuda(), torch.ones(2).to("cuda"),
+                    torch.nn.Linear(2, 3).weight]
+        self.assertTrue(all(t.device.type == "meta" for t in made))
+
+    def test_an_explicit_cpu_tensor_stays_on_the_cpu(self):
+        with DeviceMode("meta"):
+            self.assertEqual(torch.arange(4, device="cpu").device.type, "cpu")
+
+
+class Naming(unittest.TestCase):
+    def test_names_follow_the_forward_signature_and_args_become_in_n(self):
+        class M(torch.nn.Module):
+            def forward(self, x, y, *args):
+                return x
+
+        self.assertEqual(forward_input_names(M, 4), ["x", "y", "in2", "in3"])
+
+    def test_state_dict_keys_become_identifiers(self):
+        self.assertEqual(param_arg_name("gemm.weight"), "gemm_weight")
+        self.assertEqual(param_arg_name("0.bias"), "p_0_bias")
+
+    def test_collisions_with_symbols_keywords_and_earlier_names_get_a_suffix(self):
+        namer = Namer(["dim"])
+        self.assertEqual([namer.unique(n) for n in ("dim", "x", "x", "x", "float")],
+                         ["dim_2", "x", "x_2", "x_3", "float_2"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,88 @@
+"""The reference process over its pipes: the protocol, fp64 fallback, inputs written before the forward."""
+import os
+import struct
+import tempfile
+import unittest
+
+import numpy as np
+
+from support import problem_file
+from kforge_torch.reference_client import ReferenceClient
+
+SOURCE = """
+    import torch
+    import torch.nn as nn
+    n = 6
+    class Model(nn.Module):
+        def forward(self, x, k):
+            x.mul_(k)
+            return x + 1
+    def get_inputs():
+        return [torch.randn(n), 3.0]
+    def get_init_inputs():
+        return []
+"""
+ARGS = [{"name": "x", "dtype": "f32", "from": "input 0"}, {"name": "k", "dtype": "f32", "from": "input 1",
+                                                             "value": "3.0"},
+        {"name": "out", "dtype": "f32", "from": "output 0"}]
+
+
+class Protocol(unittest.TestCase):
+    def setUp(self):
+        self.client = ReferenceClient()
+        self.addCleanup(self.client.__exit__)
+        scratch = tempfile.TemporaryDirectory()
+        self.addCleanup(scratch.cleanup)
+        self.buffers = os.path.join(scratch.name, "buffers.bin")
+        with open(self.buffers, "wb") as f:
+            f.truncate(48)
+
+    def setup(self, source=SOURCE, args=ARGS):
+        return self.client.ask({"op": "setup", "problem": problem_file(self, source), "symbols": ["n"],
+                                "args": args, "device": "cpu"})
+
+    def location(self, offset):
+        return {"file": self.buffers, "offset": offset, "bytes": 24}
+
+    def read(self, offset):
+        return np.fromfile(self.buffers, dtype=np.float32, count=6, offset=offset)
+
+    def test_requests_before_setup_and_unknown_ops_are_refused_and_the_process_goes_on(self):
+        reply = self.client.ask({"op": "prepare"})
+        self.assertFalse(reply["ok"])
+        self.assertIn("first request must be setup", reply["error"])
+        self.assertTrue(self.setup()["ok"])
+        self.assertIn("unknown op", self.client.ask({"op": "launch"})["error"])
+        self.assertEqual(self.client.close(), 0)
+
+    def test_inputs_are_written_before_a_forward_that_changes_them_in_place(self):
+        self.setup()
+        reply = self.client.ask({"op": "prepare", "sizes": {"n": 6}, "input_seed": 3, "param_seed": 4,
+                                 "what": "expected", "buffers": {"x": self.location(0), "out": self.location(24)}})
+        self.assertTrue(reply["ok"], reply)
+        self.assertEqual(reply["precision"], "fp64")
+        x, out = self.read(0), self.read(24)
+        np.testing.assert_allclose(out, x.astype(np.float64) * 3 + 1, rtol=1e-6)
+
+    def test_a_scalar_has_no_buffer(self):
+        self.setup()
+        reply = self.client.ask({"op": "prepare", "sizes": {"n": 6}, "input_seed": 3, "param_seed": 4,
+                                 "what": "inputs", "buffers": {"k": self.location(0)}})
+        self.assertIn("is a scalar and has no buffer", reply["error"])
+
+    def test_a_program_that_cannot_run_in_fp64_gives_its_own_dtype_with_the_reason(self):
+        source = SOURCE.replace("return x + 1", "return x @ torch.ones(x.shape[0], x.shape[0])")
+        self.setup(source)
+        reply = self.client.ask({"op": "prepare", "sizes": {"n": 6}, "input_seed": 3, "param_seed": 4,
+                                 "what": "expected", "buffers": {"out": self.location(0)}})
+        self.assertTrue(reply["ok"], reply)
+        self.assertEqual(reply["precision"], "own")
+        self.assertIn("does not run in fp64", reply["note"])
+
+    def test_a_broken_frame_ends_the_process_with_status_2(self):
+        os.write(self.client.requests, struct.pack("<I", 3) + b"{{{")
+        self.assertEqual(self.client.close(), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

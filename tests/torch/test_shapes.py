@@ -1,0 +1,104 @@
+"""shapes.py and facts.py: which variables are sizes, and the shapes chosen for tests and held-out."""
+import unittest
+
+from support import problem_file
+from kforge_torch.facts import import_problem
+from kforge_torch.layout import Evaluator
+from kforge_torch.problem import ProblemError, ProblemFile
+from kforge_torch.shapes import _nth_odd, detect_symbols
+
+HEADS = """
+    import torch
+    import torch.nn as nn
+
+    batch_size = 64
+    dim = 96
+    heads = 4
+    kernel_size = 3
+    fixed = 12
+    scale = 0.5
+    verbose = True
+
+    class Model(nn.Module):
+        def __init__(self, heads, kernel_size):
+            super().__init__()
+            self.heads, self.pool = heads, nn.MaxPool1d(kernel_size, stride=1, padding=1)
+
+        def forward(self, x):
+            b, d = x.shape
+            y = x.reshape(b, self.heads, d // self.heads) * scale
+            return self.pool(y).reshape(b, d) * fixed
+
+    def get_inputs():
+        return [torch.randn(batch_size, dim)]
+
+    def get_init_inputs():
+        return [heads, kernel_size]
+"""
+
+
+class Symbols(unittest.TestCase):
+    def evaluator(self, source=HEADS):
+        problem = ProblemFile(problem_file(self, source))
+        return Evaluator(problem), problem.load().module_vars()
+
+    def test_only_ints_that_move_the_inputs_are_sizes(self):
+        evaluator, module_vars = self.evaluator()
+        symbols, notes, rule = detect_symbols(evaluator, module_vars)
+        self.assertEqual(symbols, ["batch_size", "dim"])
+        self.assertIn("heads = 4", rule)
+        self.assertIn("kernel_size = 3", rule)
+
+    def test_a_size_that_breaks_the_program_at_every_other_value_is_dropped_with_a_note(self):
+        source = HEADS.replace("d // self.heads", "96 // self.heads")
+        evaluator, module_vars = self.evaluator(source)
+        symbols, notes, _ = detect_symbols(evaluator, module_vars)
+        self.assertEqual(symbols, ["batch_size"])
+        self.assertTrue(any(n.startswith("dim changes the inputs' dims") for n in notes), notes)
+
+    def test_symbols_named_on_the_command_line_must_be_int_variables(self):
+        evaluator, module_vars = self.evaluator()
+        with self.assertRaisesRegex(ProblemError, "--symbols names scale, which is not an int module variable"):
+            detect_symbols(evaluator, module_vars, ["scale"])
+        symbols, _, rule = detect_symbols(evaluator, module_vars, ["batch_size"])
+        self.assertEqual(symbols, ["batch_size"])
+        self.assertTrue(rule.startswith("size symbols named by --symbols: batch_size"))
+
+
+class Shapes(unittest.TestCase):
+    def test_scaled_values_are_odd_and_not_powers_of_two(self):
+        self.assertEqual([_nth_odd(64, 1, n) for n in range(3)], [65, 63, 67])
+        self.assertEqual(_nth_odd(1, 1, 0), 3)
+        self.assertEqual(_nth_odd(100, 60, 0), 101)
+
+    def test_a_constraint_on_a_size_holds_it_at_the_file_value_where_odd_values_fail(self):
+        facts = import_problem(problem_file(self, HEADS))
+        for shape in facts["shapes"]["tests"] + facts["shapes"]["held_out"]:
+            self.assertEqual(shape["dim"] % 4, 0, shape)
+        self.assertEqual(facts["shapes"]["tests"][0]["batch_size"], 1)
+        dims = {a["name"]: a["dims"] for a in facts["args"]}
+        self.assertEqual(dims, {"x": ["batch_size", "dim"], "out": ["batch_size", "dim"]})
+
+    def test_the_tiny_shape_avoids_outputs_that_are_exactly_zero(self):
+        source = """
+            import torch
+            import torch.nn as nn
+            rows = 64
+            cols = 256
+            class Model(nn.Module):
+                def __init__(self, cols):
+                    super().__init__()
+                    self.norm = nn.LayerNorm(cols)
+                def forward(self, x):
+                    return self.norm(x)
+            def get_inputs():
+                return [torch.randn(rows, cols)]
+            def get_init_inputs():
+                return [cols]
+        """
+        tiny = import_problem(problem_file(self, source))["shapes"]["tests"][0]
+        self.assertEqual(tiny, {"rows": 1, "cols": 2})
+
+
+if __name__ == "__main__":
+    unittest.main()
