@@ -122,6 +122,24 @@ TEST_CASE("inspect of an archive missing a table prints what it can read and exi
     CHECK_FALSE(std::filesystem::exists(dir / "r.html"));
 }
 
+TEST_CASE("dataset of an archive missing a table its records do not need writes them and names the damage",
+          "[e2e][cli][hostile]")
+{
+    TempDir dir;
+    auto archive = dir / "run.kforge";
+    build_sample_archive(archive);
+    {
+        Database db(archive.string(), DbAccess::read_write);
+        db.execute("PRAGMA foreign_keys = OFF; DROP TABLE elite;");
+    }
+    auto result = run_kforge({"dataset", archive.string(), "-o", (dir / "d.jsonl").string()});
+    INFO(result.out << result.err);
+    CHECK(result.exit_code == 0);
+    CHECK_THAT(result.err, Catch::Contains("damaged archive: table 'elite' is missing (the dataset's records do not "
+                                           "need it)"));
+    CHECK(std::filesystem::file_size(dir / "d.jsonl") > 0);
+}
+
 TEST_CASE("inspect --lineage of candidates that are each other's parents ends and says so", "[e2e][cli][hostile]")
 {
     TempDir dir;
