@@ -9,7 +9,8 @@ over either, or with another exit code, is marked with '!' and the script exits 
     scripts/hostile-measure.py [KFORGE]     (default build/dev/src/cli/kforge)
 
 No GPU is needed: eval runs --compile-only (NVRTC only), resume is expected to fail for want of a
-GPU *without changing the archive* (the script compares the file's bytes).
+GPU *without changing the archive* (the script compares the file's bytes). The archives are made
+from one six-candidate softmax run on a simulated GPU (KFORGE_SIMULATE_GPUS=1; about a minute).
 """
 import hashlib
 import json
@@ -23,7 +24,6 @@ import tempfile
 here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 kforge = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "build/dev/src/cli/kforge"))
 spec_path = os.path.join(here, "tasks/softmax_f32.json")
-sample_archive = os.path.join(here, "fuzz/corpus/archive/00.kforge")
 k_kernel = 'extern "C" __global__ void softmax(const float* x, float* y, int M, int N) { if (M + N) y[0] = x[0]; }\n'
 rows = []
 failed = False
@@ -95,6 +95,11 @@ def digest(path):
 
 work = tempfile.mkdtemp(prefix="kforge-hostile-")
 try:
+    sample_archive = os.path.join(work, "run.kforge")
+    print("building a six-candidate softmax archive on a simulated GPU...", file=sys.stderr)
+    subprocess.run([kforge, "optimize", spec_path, "--model", "builtin", "--budget", "6", "--no-knowledge",
+                    "--progress", "quiet", "-o", sample_archive], check=True, capture_output=True,
+                   env=dict(os.environ, KFORGE_SIMULATE_GPUS="1", XDG_CACHE_HOME=os.path.join(work, "cache")))
     # --- a candidate (a model's reply) ---
     deep = "(" * 100000 + "M" + ")" * 100000
     run("plan grid of 100,000 parentheses", ["eval", spec_path, candidate("deep.cu", launch(grid=[deep])),
@@ -115,8 +120,12 @@ try:
         "roofline_deep", lambda s: set_path(s, ["roofline", "flops"], deep))], 3)
     run("constraint of 200,000 '!'", ["task", "check", spec_variant(
         "constraint_bang", lambda s: s.update(constraints=["!" * 200000 + "M"]))], 3)
-    run("forbid ((((.*)*)*)*)*zq9 (no match)", ["task", "check", spec_variant(
-        "forbid_bomb", lambda s: s["forbid"].append({"pattern": "((((.*)*)*)*)*zq9", "reason": "bomb"}))], 0)
+    # task check compiles the reference and both seeds (every param point) with NVRTC: its time is
+    # those compiles, as the unchanged spec's row shows; eval screens one candidate and compiles it.
+    run("task check of the unchanged spec (baseline)", ["task", "check", spec_path], 0, max_seconds=None)
+    bomb = spec_variant("forbid_bomb", lambda s: s["forbid"].append({"pattern": "((((.*)*)*)*)*zq9", "reason": "b"}))
+    run("forbid ((((.*)*)*)*)*zq9: task check", ["task", "check", bomb], 0, max_seconds=None)
+    run("forbid ((((.*)*)*)*)*zq9: eval", ["eval", bomb, candidate("screened.cu", launch()), "--compile-only"], 0)
     run("forbid with a backreference", ["task", "check", spec_variant(
         "forbid_backref", lambda s: s["forbid"].append({"pattern": "(a)\\1", "reason": "perl only"}))], 3)
     run("reference ../../../../etc/passwd", ["task", "check", spec_variant(
@@ -162,8 +171,10 @@ try:
                         ["export", damaged, "--best", "-o", os.path.join(work, f"e_{table}.cu")],
                         ["dataset", damaged, "-o", os.path.join(work, f"d_{table}.jsonl")],
                         ["resume", damaged]):
-            # dataset's records need neither elite nor search_state: it warns and writes them.
-            needed = not (command[0] == "dataset" and table in ("elite", "search_state"))
+            # dataset's records need neither elite nor search_state, export needs neither those nor
+            # llm_call: each says which table is missing and writes what it can read.
+            unneeded = {"dataset": ("elite", "search_state"), "export": ("elite", "search_state", "llm_call")}
+            needed = table not in unneeded.get(command[0], ())
             run(f"{command[0]}: no '{table}' table", command, 3 if needed else 0)
     old = os.path.join(work, "schema1.kforge")
     shutil.copy(sample_archive, old)

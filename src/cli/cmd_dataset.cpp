@@ -219,13 +219,9 @@ int run_dataset(const DatasetOptions& options)
         if (fs::exists(options.output, ec) && !options.force)
             fail(ErrorKind::usage, "{} exists; pass --force to replace it", options.output);
     }
-    // Every archive is checked before anything is written. A table the records need that is missing
-    // fails below; one they do not need (elite, search_state) is said, and the records are written.
-    for (const auto& path : options.archives) {
-        Archive archive = Archive::open(path, OpenMode::read_only);
-        for (const auto& table : archive.missing_tables())
-            log_warn("{}: damaged archive: table '{}' is missing (the dataset's records do not need it)", path, table);
-    }
+    // Every archive is checked before anything is written.
+    for (const auto& path : options.archives)
+        Archive::open(path, OpenMode::read_only);
 
     RecordSink sink(options.output);
     DatasetCounts counts;
@@ -233,6 +229,10 @@ int run_dataset(const DatasetOptions& options)
         for (const auto& path : options.archives) {
             Archive archive = Archive::open(path, OpenMode::read_only);
             write_archive(archive, options, sink, counts);
+            // A table the records need fails above; one they do not need (elite, search_state) is said.
+            for (const auto& table : archive.missing_tables())
+                log_warn("{}: damaged archive: table '{}' is missing (the dataset's records do not need it)", path,
+                         table);
         }
         sink.finish();
     } catch (const Error& e) {

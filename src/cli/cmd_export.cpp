@@ -375,6 +375,10 @@ int run_export(const ExportOptions& options)
         log_warn("candidate #{} is not correct ({}); exporting it anyway", candidate->id,
                  verdict_name(candidate->evaluation.verdict.kind));
     ExportFiles files = build_export(archive, *candidate, options);
+    // Every read above succeeded: a table the archive lacks is one the export does not need.
+    for (const auto& table : archive.missing_tables())
+        log_warn("{}: damaged archive: table '{}' is missing (the export does not need it)", options.archive_path,
+                 table);
     if (options.output == "-") {
         fmt::print("{}", files.cu);
         return k_exit_ok;

@@ -122,7 +122,7 @@ TEST_CASE("inspect of an archive missing a table prints what it can read and exi
     CHECK_FALSE(std::filesystem::exists(dir / "r.html"));
 }
 
-TEST_CASE("dataset of an archive missing a table its records do not need writes them and names the damage",
+TEST_CASE("dataset and export of an archive missing a table they do not need write and name the damage",
           "[e2e][cli][hostile]")
 {
     TempDir dir;
@@ -138,6 +138,11 @@ TEST_CASE("dataset of an archive missing a table its records do not need writes 
     CHECK_THAT(result.err, Catch::Contains("damaged archive: table 'elite' is missing (the dataset's records do not "
                                            "need it)"));
     CHECK(std::filesystem::file_size(dir / "d.jsonl") > 0);
+    auto exported = run_kforge({"export", archive.string(), "--best", "-o", (dir / "best.cu").string()});
+    INFO(exported.out << exported.err);
+    CHECK(exported.exit_code == 0);
+    CHECK_THAT(exported.err, Catch::Contains("damaged archive: table 'elite' is missing (the export does not need it)"));
+    CHECK(std::filesystem::exists(dir / "best.cu"));
 }
 
 TEST_CASE("inspect --lineage of candidates that are each other's parents ends and says so", "[e2e][cli][hostile]")
