@@ -107,12 +107,14 @@ ChatResult HttpProvider::exchange(const ChatRequest& request)
         }
         long status = last.status;
         if (status >= 200 && status < 300) {
-            Json body = Json::parse(last.body, nullptr, false);
-            if (body.is_discarded())
+            JsonParseFailure failure;
+            std::optional<Json> parsed = try_parse_json(last.body, failure);
+            if (!parsed)
                 return {AttemptKind::retry,
-                        fmt::format("HTTP {} with a body that is not JSON ({} bytes: {})", status, last.body.size(),
-                                    describe_error_body(last.body)),
+                        fmt::format("HTTP {} with a body that is not JSON ({} bytes: {}; {})", status, last.body.size(),
+                                    describe_error_body(last.body), failure.message),
                         {}};
+            Json body = std::move(*parsed);
             std::string problem;
             reply = m_wire.parse_reply(body, problem);
             if (!reply)

@@ -1,6 +1,8 @@
 // Parsing `provider:model[@base_url][*weight]`; see model_spec.hpp for the forms.
 #include "agents/model_spec.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -21,7 +23,63 @@ constexpr std::string_view k_form =
     fail(ErrorKind::usage, "--model '{}': {}; {}", text, problem, k_form);
 }
 
+bool is_host_char(char c)
+{
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+}
+
 } // namespace
+
+std::string check_base_url(std::string_view url)
+{
+    std::string_view rest = url;
+    bool https = to_lower(rest.substr(0, 8)) == "https://";
+    if (!https && to_lower(rest.substr(0, 7)) != "http://")
+        return "a base URL starts with http:// or https://";
+    rest.remove_prefix(https ? 8 : 7);
+    size_t slash = rest.find('/');
+    std::string_view authority = rest.substr(0, slash);
+    std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+    if (authority.find('@') != std::string_view::npos)
+        return "a base URL takes no user name or password (the key comes from the environment)";
+    std::string_view host = authority;
+    std::string_view port;
+    if (!host.empty() && host.front() == '[') { // an IPv6 literal
+        size_t close = host.find(']');
+        if (close == std::string_view::npos)
+            return "an IPv6 host must be closed with ']'";
+        std::string_view inside = host.substr(1, close - 1);
+        if (inside.empty() || inside.find_first_not_of("0123456789abcdefABCDEF:.") != std::string_view::npos)
+            return "the IPv6 host is not an address";
+        std::string_view after = host.substr(close + 1);
+        if (!after.empty() && after.front() != ':')
+            return "unexpected text after the IPv6 host";
+        port = after.empty() ? after : after.substr(1);
+        host = host.substr(0, close + 1);
+        if (after.empty())
+            port = {};
+    } else if (size_t colon = host.find(':'); colon != std::string_view::npos) {
+        port = host.substr(colon + 1);
+        host = host.substr(0, colon);
+        if (port.empty())
+            return "an empty port after ':'";
+    }
+    if (host.empty())
+        return "no host";
+    if (host.front() != '[' && !std::all_of(host.begin(), host.end(), is_host_char))
+        return fmt::format("'{}' is not a host name", host);
+    if (!port.empty()) {
+        unsigned value = 0;
+        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+        if (ec != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535)
+            return fmt::format("'{}' is not a port (1 to 65535)", port);
+    }
+    for (char c : path)
+        if (static_cast<unsigned char>(c) <= ' ' || c == '?' || c == '#' || c == '@' || c == '\\' ||
+            static_cast<unsigned char>(c) >= 0x7f)
+            return "the path of a base URL is plain: no spaces, query, fragment or '@'";
+    return "";
+}
 
 std::string ModelSpec::label() const
 {
@@ -64,17 +122,22 @@ ModelSpec parse_model_spec(std::string_view text)
         bad_spec(text, fmt::format("unknown provider '{}'{}", spec.provider,
                                    hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
     }
-    for (std::string_view scheme : {"@https://", "@http://"}) {
-        if (size_t at = rest.rfind(scheme); at != std::string::npos) {
-            spec.base_url = rest.substr(at + 1);
-            rest = rest.substr(0, at);
-            break;
-        }
+    // "@" starts the base URL: everything after the last '@' must be one, so a typo never quietly
+    // becomes part of the model name while the request (key included) goes to the default endpoint.
+    if (size_t at = rest.rfind('@'); at != std::string::npos && spec.provider != k_provider_replay) {
+        std::string url = rest.substr(at + 1);
+        if (std::string problem = check_base_url(url); !problem.empty())
+            bad_spec(text, fmt::format("'{}' after '@' is not a base URL ({}; expected http(s)://host[:port][/path])",
+                                       url, problem));
+        spec.base_url = url;
+        rest = rest.substr(0, at);
+    } else if (spec.provider == k_provider_replay) {
+        for (std::string_view scheme : {"@https://", "@http://"})
+            if (rest.find(scheme) != std::string::npos)
+                bad_spec(text, "a replay file takes no base URL");
     }
     while (spec.base_url.size() > 1 && spec.base_url.back() == '/')
         spec.base_url.pop_back();
-    if (!spec.base_url.empty() && spec.provider == k_provider_replay)
-        bad_spec(text, "a replay file takes no base URL");
     spec.model = rest;
     if (spec.model.empty())
         bad_spec(text, "no model name");

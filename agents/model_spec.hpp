@@ -7,8 +7,9 @@
 //   replay:runs/calls.jsonl                         recorded replies (tests, exact reproduction)
 //   builtin                                         the offline proposer; no model at all
 //
-// The model name may itself contain ':' (Ollama's "llama3.1:8b"); the base URL is recognised by
-// "@http://" or "@https://", and the weight by a trailing "*number".
+// The model name may itself contain ':' (Ollama's "llama3.1:8b"); the base URL is what follows the
+// last '@' and must be http(s)://host[:port][/path] (anything else is a usage error, never part of
+// the model name), and the weight is a trailing "*number".
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,11 @@ struct ModelSpec {
 
 // Parses one --model value. Throws Error(usage) naming the text and the expected form.
 ModelSpec parse_model_spec(std::string_view text);
+
+// "" when `url` is a base URL kforge will send requests (and keys) to: http:// or https://, a host
+// name, an IPv4 or a bracketed IPv6 address, an optional port 1-65535, an optional plain path; no
+// user name or password, query or fragment. Otherwise what is wrong.
+std::string check_base_url(std::string_view url);
 
 // The environment variable holding the provider's key ("" for providers without one).
 std::string_view api_key_variable(std::string_view provider);

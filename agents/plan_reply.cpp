@@ -283,14 +283,19 @@ PlanReading read_plan_reply(std::string_view reply, const Menu& menu)
         std::string problem;
         Json json;
         std::vector<std::string> fixes;
-        try {
-            json = Json::parse(text);
-        } catch (const Json::parse_error& e) {
-            problem = fmt::format("the JSON does not parse: {}", e.what());
-            try {
-                json = Json::parse(relax_json(text, fixes));
+        // The bounded reader: nesting past k_max_json_depth and numbers past a double (1e400) are
+        // problems like a syntax error, never an exception out of a reader that must not throw.
+        JsonParseFailure failure;
+        if (auto parsed = try_parse_json(text, failure)) {
+            json = std::move(*parsed);
+        } else {
+            problem = fmt::format("the JSON does not parse: {}{}", failure.path.empty() ? "" : "at " + failure.path + ": ",
+                                  failure.message);
+            JsonParseFailure relaxed_failure;
+            if (auto relaxed = try_parse_json(relax_json(text, fixes), relaxed_failure)) {
+                json = std::move(*relaxed);
                 problem.clear();
-            } catch (const Json::parse_error&) {
+            } else {
                 fixes.clear();
             }
         }

@@ -129,8 +129,9 @@ std::string separate_plan(const std::vector<FencedBlock>& blocks, const FencedBl
             body.remove_prefix(std::min(body.size(), body.find('\n', marker) + 1));
         if (body.find("\"launches\"") == std::string_view::npos || body.find("*/") != std::string_view::npos)
             continue;
-        Json json = Json::parse(body.begin(), body.end(), nullptr, false);
-        if (!json.is_discarded() && json.is_object() && json.contains("launches"))
+        JsonParseFailure failure;
+        std::optional<Json> json = try_parse_json(body, failure);
+        if (json && json->is_object() && json->contains("launches"))
             return trim(body);
     }
     return "";

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "agents/proposer.hpp"
+#include "util/limits.hpp"
 
 namespace kforge {
 
-// The largest source a reply may yield (a kernel file is a few KiB; this only stops garbage).
-inline constexpr size_t k_max_source_bytes = 512 * 1024;
+// The largest source a reply may yield is k_max_source_bytes (util/limits.hpp), the screen's bound.
 
 struct FencedBlock {
     std::string lang;        // first word of the info string, lowercased ("" when untagged)

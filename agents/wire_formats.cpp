@@ -175,9 +175,11 @@ std::string one_line(std::string text, size_t max_chars)
 
 std::string error_message(const std::string& body)
 {
-    Json json = Json::parse(body, nullptr, false);
-    if (!json.is_object())
+    JsonParseFailure failure;
+    std::optional<Json> parsed = try_parse_json(body, failure);
+    if (!parsed || !parsed->is_object())
         return "";
+    Json& json = *parsed;
     const Json* error = json.contains("error") ? &json["error"] : &json;
     if (error->is_string())
         return error->get<std::string>();

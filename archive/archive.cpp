@@ -15,6 +15,7 @@
 #include "archive/sqlite.hpp"
 #include "archive/store_detail.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 #ifndef KFORGE_VERSION
 #define KFORGE_VERSION "0.0.0"
@@ -59,6 +60,56 @@ int identify_archive(Database& db)
                        "'schema_version'") == 0)
         fail_input("{}: damaged kforge archive: it has no schema_version table", db.path());
     return static_cast<int>(db.query_int("SELECT coalesce(max(version), 0) FROM schema_version"));
+}
+
+// The tables an archive at `version` must hold: those its steps create and no later step of them
+// drops. Read off the steps' SQL, so a new step needs no list kept beside it.
+std::vector<std::string> tables_of_version(const std::vector<Migration>& migrations, int version)
+{
+    std::vector<std::string> tables;
+    auto names_after = [](const std::string& sql, std::string_view keyword) {
+        std::vector<std::string> names;
+        for (size_t at = sql.find(keyword); at != std::string::npos; at = sql.find(keyword, at + 1)) {
+            size_t begin = at + keyword.size();
+            size_t end = sql.find_first_of(" (\n;", begin);
+            names.push_back(sql.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+        }
+        return names;
+    };
+    for (const auto& step : migrations) {
+        if (step.version > version)
+            break;
+        for (auto& name : names_after(step.sql, "CREATE TABLE "))
+            if (std::find(tables.begin(), tables.end(), name) == tables.end())
+                tables.push_back(std::move(name));
+        for (const auto& name : names_after(step.sql, "DROP TABLE "))
+            tables.erase(std::remove(tables.begin(), tables.end(), name), tables.end());
+    }
+    return tables;
+}
+
+std::vector<std::string> find_missing_tables(Database& db, int version, const std::vector<Migration>& migrations)
+{
+    std::vector<std::string> missing;
+    for (const auto& table : tables_of_version(migrations, version)) {
+        Statement query(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
+        query.bind_text(table);
+        query.step();
+        if (query.column_int(0) == 0)
+            missing.push_back(table);
+    }
+    return missing;
+}
+
+[[noreturn]] void fail_missing_tables(const fs::path& path, const std::vector<std::string>& missing)
+{
+    std::vector<std::string> quoted;
+    for (const auto& table : missing)
+        quoted.push_back("'" + table + "'");
+    throw DamagedArchive(fmt::format("{}: damaged archive: table{} {} {} missing; a run cannot continue from it "
+                                     "(`kforge inspect` shows what is left)",
+                                     path.string(), missing.size() == 1 ? "" : "s", join(quoted, ", "),
+                                     missing.size() == 1 ? "is" : "are"));
 }
 
 std::string writer_of_version(Database& db, int version)
@@ -202,6 +253,7 @@ Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Mig
             "{}: the archive has schema version {}, newer than this kforge knows ({}); it was "
             "written by kforge {}, so use that version or a later one",
             path.string(), version, known, writer_of_version(*db, version));
+    std::vector<std::string> missing = find_missing_tables(*db, version, migrations);
     if (!writing) {
         bool additive_only = std::all_of(migrations.begin(), migrations.end(), [&](const Migration& step) {
             return step.version <= version || step.kind == MigrationKind::additive;
@@ -212,12 +264,54 @@ Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Mig
                 "writing once (`kforge resume`) to upgrade it",
                 path.string(), version, known);
         configure_reader(*db);
-        return Archive(path, mode, WriterLock(), std::move(db), version);
+        Archive archive(path, mode, WriterLock(), std::move(db), version);
+        archive.m_missing_tables = std::move(missing);
+        return archive;
     }
+    if (!missing.empty())
+        fail_missing_tables(path, missing);
     WriterLock lock(path);
     configure_writer(*db);
     apply_migrations(*db, version, migrations);
     return Archive(path, mode, std::move(lock), std::move(db), known);
+}
+
+Archive Archive::open_for_resume(const fs::path& path, const std::vector<Migration>& migrations)
+{
+    check_migration_list(migrations);
+    check_sqlite_file(path);
+    WriterLock lock(path); // first: another writer is refused before anything is read
+    auto db = std::make_unique<Database>(path.string(), DbAccess::read_only);
+    KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_archive_busy_timeout_ms));
+    int version = identify_archive(*db);
+    int known = migrations.back().version;
+    if (version > known)
+        fail_input(
+            "{}: the archive has schema version {}, newer than this kforge knows ({}); it was "
+            "written by kforge {}, so use that version or a later one",
+            path.string(), version, known, writer_of_version(*db, version));
+    if (std::vector<std::string> missing = find_missing_tables(*db, version, migrations); !missing.empty())
+        fail_missing_tables(path, missing);
+    configure_reader(*db);
+    Archive archive(path, OpenMode::write, std::move(lock), std::move(db), version);
+    archive.m_pending = migrations;
+    archive.m_writes_deferred = true;
+    return archive;
+}
+
+void Archive::begin_writing()
+{
+    if (!m_writes_deferred)
+        return;
+    int version = m_version;
+    m_db.reset();
+    auto db = std::make_unique<Database>(m_path.string(), DbAccess::read_write);
+    configure_writer(*db);
+    apply_migrations(*db, version, m_pending);
+    m_db = std::move(db);
+    m_version = m_pending.back().version;
+    m_pending.clear();
+    m_writes_deferred = false;
 }
 
 int Archive::schema_version() const
@@ -248,6 +342,8 @@ void Archive::require_writer(std::string_view action) const
 {
     if (m_mode != OpenMode::write)
         fail_runtime("{}: cannot {}: the archive is open read-only", m_path.string(), action);
+    if (m_writes_deferred)
+        fail_runtime("{}: internal error: cannot {} before begin_writing()", m_path.string(), action);
 }
 
 RunInfo Archive::run_info() const

@@ -35,10 +35,21 @@
 #include "core/candidate.hpp"
 #include "core/records.hpp"
 #include "core/technique.hpp"
+#include "util/error.hpp"
 
 namespace kforge {
 
 class Database;
+
+// A kforge archive that lacks a table or column its schema version has (a file damaged or edited
+// by hand): bad input, "FILE: damaged archive: table 'candidate' is missing". Thrown by open() for
+// writing, and by any query that needs what is missing on an archive opened read-only, so a
+// reader can show what is still there.
+class DamagedArchive : public Error
+{
+public:
+    explicit DamagedArchive(const std::string& message) : Error(ErrorKind::bad_input, message) {}
+};
 
 enum class OpenMode
 {
@@ -70,6 +81,18 @@ public:
     // than `migrations`.
     static Archive open(const std::filesystem::path& path, OpenMode mode,
                         const std::vector<Migration>& migrations = schema_migrations());
+    // Opens an existing archive to continue its run without changing the file yet: takes the writer
+    // lock and checks everything open() checks, but reads through a read-only connection at the
+    // file's own schema version. begin_writing() then upgrades the schema and allows writes; until
+    // then every write is refused. `kforge resume` reads the run with it, starts the session, and
+    // only then touches the archive, so a session that cannot start leaves it as it was.
+    static Archive open_for_resume(const std::filesystem::path& path,
+                                   const std::vector<Migration>& migrations = schema_migrations());
+    // After open_for_resume(): reopens the file for writing (WAL, migrations to the newest schema).
+    void begin_writing();
+    // Tables the archive's schema version has that the file lacks (a read-only open allows them;
+    // queries that need one throw DamagedArchive). Empty for a sound archive.
+    const std::vector<std::string>& missing_tables() const { return m_missing_tables; }
 
     Archive(Archive&&) noexcept;
     Archive& operator=(Archive&&) noexcept;
@@ -207,6 +230,9 @@ private:
     WriterLock m_lock; // declared before m_db: released only after the connection closes
     std::unique_ptr<Database> m_db;
     int m_version = 0; // the schema version this object reads and writes
+    std::vector<std::string> m_missing_tables;
+    std::vector<Migration> m_pending; // open_for_resume(): the steps begin_writing() applies
+    bool m_writes_deferred = false;   // open_for_resume() until begin_writing()
 };
 
 } // namespace kforge

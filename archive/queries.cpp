@@ -1,6 +1,8 @@
 // Read queries over candidates: the best, the top N, verdict counts, failures, lineage, and the
 // fitness series. They return summaries (no sources or blobs) except best_candidate(), which the
 // export needs in full.
+#include <set>
+
 #include <fmt/format.h>
 
 #include "archive/archive.hpp"
@@ -89,22 +91,21 @@ std::vector<FailureRow> Archive::failures(size_t limit, size_t max_message_chars
 
 std::vector<CandidateSummary> Archive::lineage(int64_t id) const
 {
-    // Parents are stored before their children (a foreign key), so the chain cannot loop; the depth
-    // bound only guards against a hand-edited file.
-    Statement query(
-        *m_db, fmt::format("WITH RECURSIVE chain(id, depth) AS ("
-                           "  SELECT id, 0 FROM candidate WHERE id = ?"
-                           "  UNION ALL"
-                           "  SELECT candidate.parent_id, chain.depth + 1 FROM candidate"
-                           "  JOIN chain ON candidate.id = chain.id"
-                           "  WHERE candidate.parent_id IS NOT NULL AND chain.depth < 1000000) "
-                           "SELECT {} FROM chain JOIN candidate ON candidate.id = chain.id "
-                           "ORDER BY chain.depth",
-                           k_summary_columns));
-    query.bind_int(id);
+    // One candidate at a time, parent after child. Parents are stored before their children, so a
+    // sound archive never loops; a hand-edited or damaged one can (two candidates each other's
+    // parent), and the walk stops at the first candidate it has already listed.
+    Statement query(*m_db, fmt::format("SELECT {} FROM candidate WHERE id = ?", k_summary_columns));
     std::vector<CandidateSummary> result;
-    while (query.step())
+    std::set<int64_t> seen;
+    std::optional<int64_t> next = id;
+    while (next && seen.insert(*next).second) {
+        query.reset();
+        query.bind_int(*next);
+        if (!query.step())
+            break;
         result.push_back(read_summary(query));
+        next = result.back().parent_id;
+    }
     return result;
 }
 

@@ -3,6 +3,8 @@
 // connection sees each commit of a concurrent writer at its next query.
 #include "archive/sqlite.hpp"
 
+#include "archive/archive.hpp"
+
 #include <fmt/format.h>
 
 #include "util/error.hpp"
@@ -67,9 +69,19 @@ int64_t Database::last_insert_id() const
 
 Statement::Statement(Database& db, std::string_view sql) : m_db(db)
 {
-    KF_SQLITE_CHECK(db.handle(),
-                    sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()),
-                                       &m_stmt, nullptr));
+    int rc = sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &m_stmt, nullptr);
+    if (rc == SQLITE_OK)
+        return;
+    // A query naming a table or column the file lacks: the archive was damaged or edited by hand
+    // (the schema's own statements, run by Database::execute, never come here).
+    std::string message = sqlite3_errmsg(db.handle());
+    for (std::string_view what : {"table", "column"}) {
+        std::string prefix = fmt::format("no such {}: ", what);
+        if (message.rfind(prefix, 0) == 0)
+            throw DamagedArchive(fmt::format("{}: damaged archive: {} '{}' is missing", db.path(), what,
+                                             message.substr(prefix.size())));
+    }
+    throw_sqlite_error(db.handle(), rc, "sqlite3_prepare_v2(db.handle(), sql.data(), ...)", __FILE__, __LINE__);
 }
 
 Statement::~Statement()
@@ -99,7 +111,10 @@ Statement& Statement::bind_text(std::string_view value)
 
 Statement& Statement::bind_json(const Json& value)
 {
-    return bind_text(value.dump());
+    // Text from outside (a model's reply, carried into the next prompt and its record) may hold
+    // bytes that are not UTF-8; nlohmann throws on them by default, which would end the run.
+    // They are stored as U+FFFD instead.
+    return bind_text(value.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 Statement& Statement::bind_null()
@@ -126,6 +141,13 @@ bool Statement::step()
         throw_sqlite_error(m_db.handle(), rc, call.c_str(), __FILE__, __LINE__);
     }
     return rc == SQLITE_ROW;
+}
+
+void Statement::reset()
+{
+    sqlite3_reset(m_stmt); // its result repeats the last step's, already reported
+    KF_SQLITE_CHECK(m_db.handle(), sqlite3_clear_bindings(m_stmt));
+    m_next_param = 1;
 }
 
 void Statement::run()

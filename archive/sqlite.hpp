@@ -77,13 +77,15 @@ public:
     Statement& bind_int(int64_t value);
     Statement& bind_real(double value);
     Statement& bind_text(std::string_view value);
-    Statement& bind_json(const Json& value);
+    Statement& bind_json(const Json& value); // invalid UTF-8 in strings is stored as U+FFFD
     Statement& bind_null();
     Statement& bind_optional_int(const std::optional<int64_t>& value);
     Statement& bind_optional_real(const std::optional<double>& value);
 
     // Advances to the next row: true when there is one, false when the statement is done.
     bool step();
+    // Makes the statement ready to run again with new bindings (from the first parameter).
+    void reset();
     // Runs a statement that returns no rows.
     void run();
 

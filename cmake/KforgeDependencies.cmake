@@ -49,6 +49,17 @@ if(NOT XXHASH_INCLUDE_DIR)
     kforge_missing(xxHash libxxhash-dev)
 endif()
 
+# RE2 (linear-time regular expressions for patterns that come with shared task specs, util/regex)
+# is linked statically too, for the same reason.
+find_path(RE2_INCLUDE_DIR re2/re2.h)
+find_library(RE2_STATIC_LIBRARY NAMES libre2.a)
+if(NOT RE2_INCLUDE_DIR OR NOT RE2_STATIC_LIBRARY)
+    kforge_missing("RE2 (header and static library)" libre2-dev)
+endif()
+add_library(kforge_re2 INTERFACE)
+target_include_directories(kforge_re2 SYSTEM INTERFACE ${RE2_INCLUDE_DIR})
+target_link_libraries(kforge_re2 INTERFACE ${RE2_STATIC_LIBRARY} Threads::Threads)
+
 # SQLite is linked statically so the binary carries it to machines that lack libsqlite3.
 find_path(SQLITE3_INCLUDE_DIR sqlite3.h)
 find_library(SQLITE3_STATIC_LIBRARY NAMES libsqlite3.a)

@@ -12,8 +12,6 @@ namespace kforge {
 namespace {
 
 constexpr std::string_view k_plan_marker = "kforge:plan";
-constexpr size_t k_max_params = 8;
-constexpr size_t k_max_param_values = 64;
 
 // JsonReader reports bad input with Error; a plan's problems must become PlanError instead, so a
 // candidate's bad plan is a verdict and never stops the run.
@@ -101,15 +99,12 @@ std::optional<Json> extract_plan_json(std::string_view source)
     size_t line = 1;
     for (size_t i = 0; i < body; ++i)
         line += source[i] == '\n';
-    try {
-        return Json::parse(text.begin(), text.end());
-    } catch (const Json::parse_error& e) {
-        std::string message = e.what();
-        if (auto at = message.find("] "); at != std::string::npos)
-            message = message.substr(at + 2);
-        throw PlanError(fmt::format("the kforge:plan block (starting on line {}) is not valid JSON: {}",
-                                    line, message));
-    }
+    JsonParseFailure failure;
+    std::optional<Json> json = try_parse_json(text, failure);
+    if (!json)
+        throw PlanError(fmt::format("the kforge:plan block (starting on line {}) is not valid JSON: {}{}", line,
+                                    failure.path.empty() ? "" : failure.path + ": ", failure.message));
+    return json;
 }
 
 std::string format_plan_json(const Json& value)
@@ -172,8 +167,8 @@ Plan parse_plan(const Json& json, std::string_view where)
 
         if (auto params = root.find("params")) {
             auto names = params->keys();
-            if (names.size() > k_max_params)
-                params->fail(fmt::format("at most {} params, found {}", k_max_params, names.size()));
+            if (names.size() > k_max_plan_params)
+                params->fail(fmt::format("at most {} params, found {}", k_max_plan_params, names.size()));
             for (const auto& name : names) {
                 JsonReader values = params->at(name);
                 if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
@@ -204,6 +199,9 @@ Plan parse_plan(const Json& json, std::string_view where)
         JsonReader launches = root.at("launches");
         if (launches.size() == 0)
             launches.fail("a plan needs at least one launch");
+        if (launches.size() > k_max_plan_launches)
+            launches.fail(fmt::format("at most {} launches, found {} (a launch may 'repeat')", k_max_plan_launches,
+                                      launches.size()));
         for (const auto& entry : launches.items()) {
             entry.allow_only({"kernel", "grid", "block", "smem", "args", "repeat", "swap"});
             PlanLaunch launch;
@@ -211,7 +209,10 @@ Plan parse_plan(const Json& json, std::string_view where)
             launch.grid = parse_dim3(entry.at("grid"));
             launch.block = parse_dim3(entry.at("block"));
             launch.smem = entry.has("smem") ? parse_expr_field(entry.at("smem")) : Expr::constant(0);
-            for (const auto& arg : entry.at("args").items())
+            JsonReader args = entry.at("args");
+            if (args.size() > k_max_launch_args)
+                args.fail(fmt::format("at most {} arguments, found {}", k_max_launch_args, args.size()));
+            for (const auto& arg : args.items())
                 launch.args.push_back(parse_plan_arg(arg));
             if (auto repeat = entry.find("repeat"))
                 launch.repeat = parse_expr_field(*repeat);
@@ -230,28 +231,39 @@ Plan parse_plan(const Json& json, std::string_view where)
 
 size_t count_param_points(const Plan& plan)
 {
+    // At most k_max_param_values ^ k_max_plan_params = 2^48 for a parsed plan; saturates beyond.
     size_t total = 1;
     for (const auto& [name, values] : plan.params)
-        total *= values.size();
+        if (__builtin_mul_overflow(total, values.size(), &total))
+            return SIZE_MAX;
     return total;
 }
 
 std::vector<ParamPoint> enumerate_param_points(const Plan& plan, size_t cap)
 {
-    std::vector<ParamPoint> points{ParamPoint{}};
-    for (const auto& [name, values] : plan.params) {
-        std::vector<ParamPoint> next;
-        for (const auto& point : points) {
-            for (int64_t v : values) {
-                ParamPoint p = point;
-                p[name] = v;
-                next.push_back(std::move(p));
-            }
+    // An odometer over the value lists, the last param turning fastest, stopped after `cap` points:
+    // never more than `cap` points exist, however large the full product.
+    std::vector<ParamPoint> points;
+    for (const auto& [name, values] : plan.params)
+        if (values.empty())
+            return points;
+    std::vector<size_t> digit(plan.params.size(), 0);
+    while (points.size() < cap) {
+        ParamPoint point;
+        size_t i = 0;
+        for (const auto& [name, values] : plan.params)
+            point[name] = values[digit[i++]];
+        points.push_back(std::move(point));
+        size_t position = digit.size();
+        auto param = plan.params.rbegin();
+        for (; position > 0; --position, ++param) {
+            if (++digit[position - 1] < param->second.size())
+                break;
+            digit[position - 1] = 0;
         }
-        points = std::move(next);
+        if (position == 0)
+            break; // every combination has been produced
     }
-    if (points.size() > cap)
-        points.resize(cap);
     return points;
 }
 

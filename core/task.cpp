@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -17,6 +16,9 @@
 #include "core/task_parse.hpp"
 #include "util/error.hpp"
 #include "util/hash.hpp"
+#include "util/interrupt.hpp"
+#include "util/limits.hpp"
+#include "util/regex.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
@@ -94,20 +96,59 @@ std::vector<std::string> order_derived(const std::map<std::string, std::pair<Exp
     return order;
 }
 
-// A file the spec names at `field`, relative to the spec's folder: its path and text.
-KernelFile read_spec_file(const JsonReader& field, const std::filesystem::path& base_dir)
+// The file a spec names at `field`, which must lie inside the spec's folder: a relative path without
+// '..', whose real location (symbolic links resolved) is inside the folder's. A spec someone hands
+// you must not be able to read any other file of yours: kernel sources go into prompts that are
+// sent to remote models.
+std::filesystem::path confined_path(const JsonReader& field, const std::filesystem::path& base_dir)
 {
-    std::filesystem::path path = base_dir / field.as_string();
+    namespace fs = std::filesystem;
+    std::string name = field.as_string();
+    if (name.empty())
+        field.fail("expected a file name, found an empty string");
+    fs::path relative(name);
+    if (relative.is_absolute())
+        field.fail(fmt::format("'{}' is an absolute path; a spec's files must lie in the spec's folder", name));
+    for (const auto& part : relative)
+        if (part == "..")
+            field.fail(fmt::format("'{}' climbs out with '..'; a spec's files must lie in the spec's folder", name));
+    fs::path folder = base_dir.empty() ? fs::path(".") : base_dir;
+    fs::path path = folder / relative;
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
+    fs::file_status status = fs::status(path, ec);
+    if (status.type() == fs::file_type::not_found)
         field.fail(fmt::format("cannot read {}: no such file", path.string()));
-    return KernelFile{path, read_file(path), {}};
+    if (status.type() == fs::file_type::directory)
+        field.fail(fmt::format("cannot read {}: it is a directory, not a kernel source", path.string()));
+    fs::path real_folder = fs::canonical(folder, ec);
+    fs::path real_file = ec ? fs::path() : fs::canonical(path, ec);
+    if (ec)
+        field.fail(fmt::format("cannot read {}: {}", path.string(), ec.message()));
+    fs::path inside = real_file.lexically_relative(real_folder);
+    if (inside.empty() || *inside.begin() == "..")
+        field.fail(fmt::format("{} leads outside the spec's folder (to {}) through a symbolic link; a spec's files "
+                               "must lie in the spec's folder",
+                               path.string(), real_file.string()));
+    return path;
+}
+
+// A file the spec names at `field` (confined_path), read within the source bound: its path and text.
+KernelFile read_spec_file(const JsonReader& field, const std::filesystem::path& base_dir, const char* what)
+{
+    std::filesystem::path path = confined_path(field, base_dir);
+    std::string source;
+    try {
+        source = read_file(path, k_max_source_bytes, what);
+    } catch (const Error& e) {
+        field.fail(e.what());
+    }
+    return KernelFile{path, std::move(source), {}};
 }
 
 KernelFile load_kernel_file(const JsonReader& field, const std::filesystem::path& base_dir,
                             const std::optional<Plan>& default_plan, const std::string& label)
 {
-    KernelFile file = read_spec_file(field, base_dir);
+    KernelFile file = read_spec_file(field, base_dir, "kernel source");
     const std::filesystem::path& path = file.path;
     try {
         if (auto json = extract_plan_json(file.source))
@@ -130,6 +171,8 @@ std::vector<Shape> parse_shapes(const JsonReader& field, const std::vector<Symbo
     std::vector<std::string> names;
     for (const auto& s : symbols)
         names.push_back(s.name);
+    if (field.size() > k_max_shapes_per_list)
+        field.fail(fmt::format("{} shapes; at most {} per list", field.size(), k_max_shapes_per_list));
     for (const auto& entry : field.items()) {
         Shape shape;
         std::vector<std::string> label_parts;
@@ -485,11 +528,11 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
         for (const auto& entry : forbid->items()) {
             entry.allow_only({"pattern", "reason"});
             ForbiddenPattern pattern{entry.at("pattern").as_string(), entry.at("reason").as_string()};
-            try {
-                std::regex compiled(pattern.regex);
-            } catch (const std::regex_error& e) {
-                entry.at("pattern").fail(fmt::format("not a valid regular expression: {}", e.what()));
-            }
+            std::string problem;
+            if (!Regex::compile(pattern.regex, problem))
+                entry.at("pattern").fail(fmt::format("not a valid RE2 regular expression: {} (tasks/README.md, "
+                                                     "\"forbid\")",
+                                                     problem));
             task.forbid.push_back(std::move(pattern));
         }
     }
@@ -506,12 +549,14 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
             require_integer_expr(*scratch, task.limits.max_scratch_bytes);
             require_names(*scratch, task.limits.max_scratch_bytes, symbol_names, "symbol");
         }
-        if (task.limits.max_launches < 1 || task.limits.max_launches > 100000)
-            limits->at("max_launches").fail("expected 1 to 100000");
+        if (task.limits.max_launches < 1 || task.limits.max_launches > k_max_launches_limit)
+            limits->at("max_launches").fail(fmt::format("expected 1 to {}", k_max_launches_limit));
         if (task.limits.max_threads_per_block < 1 || task.limits.max_threads_per_block > 1024)
             limits->at("max_threads_per_block").fail("expected 1 to 1024");
-        if (task.limits.max_param_points < 1)
-            limits->at("max_param_points").fail("expected at least 1");
+        if (task.limits.max_param_points < 1 || task.limits.max_param_points > k_max_param_points_limit)
+            limits->at("max_param_points").fail(fmt::format("expected 1 to {}", k_max_param_points_limit));
+        if (task.limits.max_dynamic_smem < 0 || task.limits.max_dynamic_smem > (int64_t{1} << 32) - 1)
+            limits->at("max_dynamic_smem").fail("expected 0 to 4294967295 bytes");
     }
 
     if (auto plan = root.find("default_plan")) {
@@ -520,22 +565,27 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
         } catch (const PlanError& e) {
             fail_input("{}", e.what());
         }
+        check_default_plan(*plan, task, *task.default_plan);
     }
+    check_task_numbers(root, task);
 
     // The reference and the seeds must fit the task like any candidate.
     auto validate_kernel = [&](const JsonReader& field, const KernelFile& file) {
         try {
             validate_plan(task, file.plan, find_kernel_names(file.source));
             for (const auto& shapes_list : {&task.tests, &task.bench, &task.held_out, &task.stress})
-                for (const auto& shape : *shapes_list)
+                for (const auto& shape : *shapes_list) {
+                    if (interrupt_requested())
+                        fail(ErrorKind::interrupted, "interrupted while checking the task spec");
                     for (const auto& point : enumerate_param_points(file.plan, 1))
                         resolve_plan(task, file.plan, shape, point);
+                }
         } catch (const PlanError& e) {
             field.fail(fmt::format("{}: {}", file.path.string(), e.what()));
         }
     };
     if (task.is_torch()) {
-        task.reference = read_spec_file(reference.at("torch"), base_dir);
+        task.reference = read_spec_file(reference.at("torch"), base_dir, "PyTorch program");
     } else {
         task.reference = load_kernel_file(reference, base_dir, task.default_plan, "reference");
         validate_kernel(reference, task.reference);
@@ -557,7 +607,7 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
 
 Task load_task(const std::filesystem::path& spec_path)
 {
-    std::string text = read_file(spec_path);
+    std::string text = read_file(spec_path, k_max_spec_bytes, "task spec");
     Task task = parse_task(text, spec_path.string(), spec_path.parent_path());
     task.spec_path = spec_path;
     return task;

@@ -32,4 +32,13 @@ ArgSpec parse_arg_spec(const JsonReader& entry, const std::set<std::string>& sym
 // 0..m-1 once, each parameter key once, and has no inout tensors.
 void check_program_slots(const JsonReader& args, const Task& task);
 
+// Computes every per-shape number of a parsed task on every shape (task_numbers.cpp): roofline
+// flops and bytes, tolerances, planted indices, hot fractions, scalar values. Fails at the field
+// naming the shape: a value that cannot be computed, is not finite, is negative, or a plant outside
+// its tensor. Honours the interrupt (Error(interrupted)).
+void check_task_numbers(const JsonReader& root, const Task& task);
+// Validates the task's default plan (`field`) like a candidate's and resolves it on every shape at
+// every param point, failing at `field` with the plan's problem.
+void check_default_plan(const JsonReader& field, const Task& task, const Plan& plan);
+
 } // namespace kforge::task_parse

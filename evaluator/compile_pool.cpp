@@ -55,9 +55,15 @@ std::string to_frame(const Json& json)
     return std::string(bytes.begin(), bytes.end());
 }
 
+// A frame from the other side of the pipe, never trusted: throws std::invalid_argument naming what
+// is wrong rather than recursing into whatever nesting it claims.
 Json from_frame(const std::string& frame)
 {
-    return Json::from_cbor(std::vector<std::uint8_t>(frame.begin(), frame.end()));
+    std::string problem;
+    std::optional<Json> json = try_parse_cbor(frame, problem);
+    if (!json)
+        throw std::invalid_argument("a compile worker frame is not readable CBOR: " + problem);
+    return std::move(*json);
 }
 
 size_t available_memory_bytes()
@@ -172,11 +178,15 @@ struct CompilePool::Impl {
     std::condition_variable released;
     std::vector<std::unique_ptr<Subprocess>> idle;
     std::atomic<size_t> spawned{0};
+    std::atomic<bool> cancelled{false};
 
+    // A free worker, or null once the pool is cancelled.
     std::unique_ptr<Subprocess> acquire()
     {
         std::unique_lock lock(mutex);
-        released.wait(lock, [&] { return !idle.empty(); });
+        released.wait(lock, [&] { return !idle.empty() || cancelled; });
+        if (cancelled)
+            return nullptr;
         auto worker = std::move(idle.back());
         idle.pop_back();
         return worker;
@@ -214,8 +224,20 @@ struct CompilePool::Impl {
             if (!worker.send(frame))
                 return crashed(worker, "it would not take the request");
         }
+        // Waits for the reply in short slices, so a cancelled pool stops at once.
+        auto deadline = std::chrono::steady_clock::now() + config.deadline;
+        for (;;) {
+            if (cancelled) {
+                worker.kill();
+                return lost(VerdictKind::compile_error, "not compiled: kforge is stopping");
+            }
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0 || worker.wait_readable(std::min(left, std::chrono::milliseconds(100))))
+                break;
+        }
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         std::string reply;
-        switch (worker.receive(reply, config.deadline)) {
+        switch (worker.receive(reply, std::max(left, std::chrono::milliseconds(1)))) {
         case ReceiveStatus::ok:
             break;
         case ReceiveStatus::timeout:
@@ -272,6 +294,15 @@ CompilePool::~CompilePool()
         worker->finish(std::chrono::milliseconds(1000));
 }
 
+void CompilePool::cancel()
+{
+    m_impl->cancelled = true;
+    {
+        std::lock_guard lock(m_impl->mutex); // a waiter checks `cancelled` under the lock
+    }
+    m_impl->released.notify_all();
+}
+
 size_t CompilePool::workers() const { return m_impl->config.workers; }
 
 size_t CompilePool::spawned() const { return m_impl->spawned; }
@@ -287,8 +318,19 @@ CompileResult CompilePool::compile(const CompileRequest& request)
     struct Lease {
         Impl& pool;
         std::unique_ptr<Subprocess> worker;
-        ~Lease() { pool.release(std::move(worker)); }
+        ~Lease()
+        {
+            if (worker)
+                pool.release(std::move(worker));
+        }
     } lease{*m_impl, m_impl->acquire()};
+    if (!lease.worker) {
+        CompileResult stopped;
+        stopped.failure = VerdictKind::compile_error;
+        stopped.message = "not compiled: kforge is stopping";
+        stopped.cache_key = key;
+        return stopped;
+    }
     WorkerOutcome outcome = m_impl->run(*lease.worker, request);
     outcome.result.cache_key = key;
     if (m_impl->cache && outcome.from_compiler)

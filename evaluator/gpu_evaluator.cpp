@@ -280,6 +280,10 @@ void GpuEvaluator::stop_threads()
         std::lock_guard lock(m_mutex);
         m_stopping = true;
     }
+    // Nothing compiled from here on is recorded: compiles still queued or running end now, so an
+    // interrupted session leaves without waiting for NVRTC.
+    if (m_pool)
+        m_pool->cancel();
     m_work_ready.notify_all();
     for (auto& thread : m_threads)
         if (thread.joinable())

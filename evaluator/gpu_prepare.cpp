@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <future>
 
+#include <fmt/format.h>
+
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
+#include "evaluator/compile/launch_args.hpp"
 #include "evaluator/measurement_memo.hpp"
 
 namespace kforge {
@@ -72,6 +75,13 @@ PreparedJob prepare_job(const Task& task, EvalJob job, CompilePool& pool, const 
             --compiling;
             if (variant.compiled.ok)
                 variant.memo_key = MeasurementMemo::key_for(variant.compiled.cubin, prepared.plan.json, variant.params);
+            // The plan's arguments against the kernels as compiled, before any GPU work: a launch
+            // with the wrong count or sizes would run on whatever lies beyond what was passed.
+            if (std::string mismatch = check_launch_arguments(task, prepared.plan, variant.compiled);
+                !mismatch.empty() && !prepared.early_failure)
+                prepared.early_failure = Verdict{
+                    VerdictKind::plan_error,
+                    point.empty() ? mismatch : fmt::format("with {}: {}", describe_param_point(point), mismatch)};
             prepared.variants[arch].push_back(std::move(variant));
         }
     return prepared;

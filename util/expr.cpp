@@ -8,8 +8,20 @@
 
 #include <fmt/format.h>
 
+#include "util/limits.hpp"
+
 namespace kforge {
 namespace {
+
+// The text of an expression for messages: whole when short, else its start (a hostile expression
+// can be thousands of characters, and every error quotes it).
+std::string quoted_excerpt(std::string_view text)
+{
+    constexpr size_t k_shown = 80;
+    if (text.size() <= k_shown)
+        return std::string(text);
+    return fmt::format("{}... ({} characters)", text.substr(0, k_shown), text.size());
+}
 
 class Parser
 {
@@ -18,6 +30,9 @@ public:
 
     void parse_all()
     {
+        if (m_text.size() > k_max_expr_chars)
+            throw ExprError(fmt::format("expression of {} characters in '{}'; at most {} are allowed",
+                                        m_text.size(), quoted_excerpt(m_text), k_max_expr_chars));
         skip_space();
         if (m_pos == m_text.size())
             error("empty expression");
@@ -30,8 +45,28 @@ public:
 private:
     [[noreturn]] void error(const std::string& what) const
     {
-        throw ExprError(fmt::format("{} in '{}' at column {}", what, m_text, m_pos + 1));
+        throw ExprError(fmt::format("{} in '{}' at column {}", what, quoted_excerpt(m_text), m_pos + 1));
     }
+
+    // One level of nesting (a parenthesis, a unary operator, a call) for as long as it lives. The
+    // parser recurses once per level, so the depth bounds its stack.
+    class Nesting
+    {
+    public:
+        explicit Nesting(Parser& parser) : m_parser(parser)
+        {
+            if (++m_parser.m_depth > k_max_expr_depth)
+                m_parser.error(fmt::format("nested more than {} levels deep (parentheses, unary operators "
+                                           "and calls count)",
+                                           k_max_expr_depth));
+        }
+        ~Nesting() { --m_parser.m_depth; }
+        Nesting(const Nesting&) = delete;
+        Nesting& operator=(const Nesting&) = delete;
+
+    private:
+        Parser& m_parser;
+    };
 
     void skip_space()
     {
@@ -129,11 +164,14 @@ private:
     void parse_unary()
     {
         if (accept("-")) {
+            Nesting level(*this);
             parse_unary();
             emit(Expr::Op::neg);
         } else if (accept("+")) {
+            Nesting level(*this);
             parse_unary();
         } else if (m_text.substr(m_pos, 2) != "!=" && accept("!")) {
+            Nesting level(*this);
             parse_unary();
             emit(Expr::Op::logical_not);
         } else {
@@ -148,6 +186,7 @@ private:
             error("expected a number, a name or '('");
         char c = m_text[m_pos];
         if (c == '(') {
+            Nesting level(*this);
             ++m_pos;
             parse_or();
             if (!accept(")"))
@@ -179,6 +218,7 @@ private:
 
     void parse_call(const std::string& name, size_t name_pos)
     {
+        Nesting level(*this);
         uint32_t count = 0;
         if (!accept(")")) {
             do {
@@ -270,6 +310,7 @@ private:
     std::string_view m_text;
     std::vector<Expr::Node>& m_out;
     size_t m_pos = 0;
+    size_t m_depth = 0;
 };
 
 std::string_view op_symbol(Expr::Op op)
@@ -330,7 +371,7 @@ int64_t Expr::eval_int(const ExprScope& scope) const
     std::vector<int64_t> stack;
     stack.reserve(m_nodes.size());
     auto fail = [&](const std::string& what) -> void {
-        throw ExprError(fmt::format("{} in '{}'", what, m_text));
+        throw ExprError(fmt::format("{} in '{}'", what, quoted_excerpt(m_text)));
     };
     auto pop = [&] {
         int64_t v = stack.back();
@@ -435,7 +476,7 @@ double Expr::eval_real(const ExprScope& scope) const
     std::vector<double> stack;
     stack.reserve(m_nodes.size());
     auto fail = [&](const std::string& what) -> void {
-        throw ExprError(fmt::format("{} in '{}'", what, m_text));
+        throw ExprError(fmt::format("{} in '{}'", what, quoted_excerpt(m_text)));
     };
     auto pop = [&] {
         double v = stack.back();

@@ -39,7 +39,9 @@ class Expr
 {
 public:
     Expr() = default;
-    // Parses `text`; throws ExprError("... in 'text' at column N") when it is malformed.
+    // Parses `text`; throws ExprError("... in 'text' at column N") when it is malformed, longer than
+    // k_max_expr_chars or nested (parentheses, unary operators, calls) deeper than k_max_expr_depth
+    // (util/limits.hpp). Messages quote at most the first 80 characters of the text.
     static Expr parse(std::string_view text);
     // An expression that is just a constant, for plans written with plain JSON numbers.
     static Expr constant(int64_t value);

@@ -1,6 +1,7 @@
 // Location-aware JSON access; see the header for the idea.
 #include "util/json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -10,20 +11,173 @@
 
 namespace kforge {
 
-Json parse_json_text(std::string_view text, std::string_view file_label)
+namespace {
+
+// "line L, column C" of byte `offset` (1-based, as editors count).
+std::string line_and_column(std::string_view text, size_t offset)
 {
-    try {
-        return Json::parse(text.begin(), text.end());
-    } catch (const Json::parse_error& e) {
-        // nlohmann's message already carries "at line L, column C"; keep only that part.
+    offset = std::min(offset, text.size());
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < offset; ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            column = 1;
+        } else {
+            ++column;
+        }
+    }
+    return fmt::format("line {}, column {}", line, column);
+}
+
+// Builds the document from nlohmann's SAX events, keeping the JSON path of the value being read
+// (for messages) and refusing nesting past the limit before it is built: nlohmann's parser is
+// iterative, but its printer and the code that walks documents recurse.
+class BoundedDomBuilder
+{
+public:
+    BoundedDomBuilder(std::string_view text, Json& root, JsonParseFailure& failure)
+        : m_text(text), m_root(root), m_failure(failure)
+    {
+    }
+
+    bool null() { return put(Json(nullptr)); }
+    bool boolean(bool value) { return put(Json(value)); }
+    bool number_integer(Json::number_integer_t value) { return put(Json(value)); }
+    bool number_unsigned(Json::number_unsigned_t value) { return put(Json(value)); }
+    bool number_float(Json::number_float_t value, const Json::string_t&) { return put(Json(value)); }
+    bool string(Json::string_t& value) { return put(Json(std::move(value))); }
+    bool binary(Json::binary_t& value) { return put(Json::binary(std::move(value))); }
+    bool start_object(std::size_t) { return open(Json::object()); }
+    bool start_array(std::size_t) { return open(Json::array()); }
+    bool key(Json::string_t& name)
+    {
+        m_open.back().key = std::move(name);
+        return true;
+    }
+    bool end_object() { return close(); }
+    bool end_array() { return close(); }
+
+    bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& e)
+    {
         std::string message = e.what();
         if (auto at = message.find("] "); at != std::string::npos)
             message = message.substr(at + 2);
-        fail_input("{}: invalid JSON: {}", file_label, message);
+        // nlohmann reports an overflowing number as out_of_range 406 with no position.
+        if (e.id == 406)
+            message = fmt::format("the number {} does not fit in a double, at {}",
+                                  last_token.size() <= 40
+                                      ? last_token
+                                      : fmt::format("{}... ({} characters)", last_token.substr(0, 20), last_token.size()),
+                                  line_and_column(m_text, position));
+        fail(message);
+        return false;
     }
+
+private:
+    struct Frame {
+        Json* value;
+        std::string key; // objects: the key whose value is being read
+    };
+
+    std::string path() const
+    {
+        std::string out;
+        for (size_t i = 0; i < m_open.size(); ++i) {
+            const Frame& frame = m_open[i];
+            // An array's open child is already its last element; a scalar being read is not yet one.
+            if (frame.value->is_array())
+                out += fmt::format("[{}]", frame.value->size() - (i + 1 < m_open.size() ? 1 : 0));
+            else if (!frame.key.empty())
+                out += (out.empty() ? "" : ".") + frame.key;
+        }
+        return out;
+    }
+
+    void fail(std::string message)
+    {
+        if (m_failed)
+            return;
+        m_failed = true;
+        m_failure.path = path();
+        m_failure.message = std::move(message);
+    }
+
+    Json* put(Json value)
+    {
+        if (m_open.empty()) {
+            m_root = std::move(value);
+            return &m_root;
+        }
+        Json& parent = *m_open.back().value;
+        if (parent.is_array()) {
+            parent.push_back(std::move(value));
+            return &parent.back();
+        }
+        Json& slot = parent[m_open.back().key];
+        slot = std::move(value);
+        return &slot;
+    }
+
+    bool open(Json container)
+    {
+        if (m_open.size() >= k_max_json_depth) {
+            fail(fmt::format("arrays and objects nested more than {} levels deep", k_max_json_depth));
+            return false;
+        }
+        Json* placed = put(std::move(container));
+        m_open.push_back({placed, {}});
+        return true;
+    }
+
+    bool close()
+    {
+        m_open.pop_back();
+        return true;
+    }
+
+    std::string_view m_text;
+    Json& m_root;
+    JsonParseFailure& m_failure;
+    std::vector<Frame> m_open;
+    bool m_failed = false;
+};
+
+} // namespace
+
+std::optional<Json> try_parse_json(std::string_view text, JsonParseFailure& failure)
+{
+    Json root;
+    BoundedDomBuilder builder(text, root, failure);
+    bool ok = false;
+    try {
+        ok = Json::sax_parse(text.begin(), text.end(), &builder);
+    } catch (const Json::exception& e) {
+        failure.message = e.what();
+    }
+    if (!ok) {
+        if (failure.message.empty())
+            failure.message = "the text is not JSON";
+        return std::nullopt;
+    }
+    return root;
 }
 
-Json parse_json_file(const std::string& path) { return parse_json_text(read_file(path), path); }
+Json parse_json_text(std::string_view text, std::string_view file_label)
+{
+    JsonParseFailure failure;
+    std::optional<Json> json = try_parse_json(text, failure);
+    if (!json) {
+        if (failure.path.empty())
+            fail_input("{}: invalid JSON: {}", file_label, failure.message);
+        fail_input("{}: invalid JSON at {}: {}", file_label, failure.path, failure.message);
+    }
+    return std::move(*json);
+}
+
+Json parse_json_file(const std::string& path, uint64_t max_bytes)
+{
+    return parse_json_text(read_file(path, max_bytes, "JSON file"), path);
+}
 
 std::string json_type_name(const Json& value)
 {

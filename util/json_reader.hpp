@@ -15,14 +15,31 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/limits.hpp"
+
 namespace kforge {
 
 using Json = nlohmann::json;
 
-// Parses JSON text; a syntax error throws Error(bad_input) "FILE: line L, column C: ...".
+// Why a JSON text was refused: `path` is the JSON path of the value being read ("args[2].gen.std";
+// empty at the top level), `message` says what was wrong and where (line and column).
+struct JsonParseFailure {
+    std::string path;
+    std::string message;
+};
+
+// Parses untrusted JSON text: syntax errors, numbers that do not fit a double (1e400, a
+// 5000-digit integer) and nesting deeper than k_max_json_depth (util/limits.hpp) fill `failure`
+// and return nullopt. Never throws for any input; linear in the text.
+std::optional<Json> try_parse_json(std::string_view text, JsonParseFailure& failure);
+// Same, throwing Error(bad_input) "FILE: invalid JSON at PATH: ... at line L, column C".
 Json parse_json_text(std::string_view text, std::string_view file_label);
-// Reads and parses a file.
-Json parse_json_file(const std::string& path);
+// Decodes one CBOR item (a worker frame) that another process wrote: truncated or malformed
+// frames, trailing bytes and nesting deeper than k_max_json_depth fill `problem` and return
+// nullopt, before nlohmann's recursive reader sees them. Never throws; linear in the frame.
+std::optional<Json> try_parse_cbor(std::string_view bytes, std::string& problem);
+// Reads (at most `max_bytes`, a regular file only) and parses a file.
+Json parse_json_file(const std::string& path, uint64_t max_bytes = k_max_read_bytes);
 
 class JsonReader
 {

@@ -237,6 +237,18 @@ ReceiveStatus Subprocess::receive(std::string& frame, std::chrono::milliseconds 
     return status;
 }
 
+bool Subprocess::wait_readable(std::chrono::milliseconds timeout) const
+{
+    if (m_from_child < 0)
+        return true;
+    pollfd fd{m_from_child, POLLIN, 0};
+    int r;
+    do {
+        r = ::poll(&fd, 1, static_cast<int>(timeout.count()));
+    } while (r < 0 && errno == EINTR);
+    return r != 0; // ready, or an error receive() will report
+}
+
 void Subprocess::reap(bool block)
 {
     if (m_pid <= 0)

@@ -15,12 +15,14 @@
 #include <utility>
 #include <vector>
 
+#include "util/limits.hpp" // k_max_frame_bytes
+
 #include <sys/types.h>
 
 namespace kforge {
 
-// The largest frame either side accepts; a longer length prefix means a corrupt stream.
-inline constexpr size_t k_max_frame_bytes = size_t{1} << 30;
+// The largest frame either side accepts is k_max_frame_bytes (util/limits.hpp); a longer length
+// prefix means a corrupt stream.
 
 struct SpawnSpec {
     std::string executable;                 // absolute path; empty means this very binary
@@ -52,6 +54,9 @@ public:
     bool send(std::string_view frame);
     // Waits up to `timeout` for one whole frame.
     ReceiveStatus receive(std::string& frame, std::chrono::milliseconds timeout);
+    // Waits up to `timeout` until the child has written something (or closed its end); reads
+    // nothing. True when receive() would not wait for the first byte.
+    bool wait_readable(std::chrono::milliseconds timeout) const;
 
     // SIGKILL, then reap. Safe to call on a finished child.
     void kill();

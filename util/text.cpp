@@ -9,11 +9,13 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "util/error.hpp"
+#include "util/limits.hpp"
 
 namespace kforge {
 
@@ -138,18 +140,78 @@ std::string format_bytes(double bytes)
     return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, k_units[unit]);
 }
 
-std::string read_file(const std::filesystem::path& path)
+std::string read_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        fail_input("{}: cannot read: {}", path.string(), std::strerror(errno));
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. Only regular files
+    // are read, so the flag never matters past the checks below.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        fail_input("{}: cannot read {}: {}", path.string(), what, std::strerror(errno));
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) {
+        int saved = errno;
+        ::close(fd);
+        fail_input("{}: cannot read {}: {}", path.string(), what, std::strerror(saved));
+    }
+    if (!S_ISREG(info.st_mode)) {
+        ::close(fd);
+        fail_input("{}: cannot read {}: {}", path.string(), what,
+                   S_ISDIR(info.st_mode) ? "it is a directory" : "it is not a regular file");
+    }
+    if (static_cast<uint64_t>(info.st_size) > max_bytes) {
+        ::close(fd);
+        fail_input("{}: the {} is {} bytes; kforge reads at most {} bytes ({})", path.string(), what,
+                   info.st_size, max_bytes, format_bytes(static_cast<double>(max_bytes)));
+    }
+    std::string content;
+    content.reserve(static_cast<size_t>(info.st_size));
+    char buffer[65536];
+    for (;;) {
+        ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n < 0) {
+            int saved = errno;
+            ::close(fd);
+            fail_input("{}: cannot read {}: {}", path.string(), what, std::strerror(saved));
+        }
+        if (n == 0)
+            break;
+        content.append(buffer, static_cast<size_t>(n));
+        if (content.size() > max_bytes) { // the file grew while being read
+            ::close(fd);
+            fail_input("{}: the {} is over {} bytes, the most kforge reads", path.string(), what, max_bytes);
+        }
+    }
+    ::close(fd);
+    return content;
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view content)
+std::filesystem::path output_file_target(const std::filesystem::path& path)
 {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path target = path;
+    if (fs::is_symlink(fs::symlink_status(path, ec))) {
+        target = fs::canonical(path, ec);
+        if (ec) // a dangling link: writing would create its target, somewhere the user did not name
+            fail(ErrorKind::usage, "{}: a symbolic link to nothing; not writing through it", path.string());
+    }
+    fs::file_status status = fs::status(target, ec);
+    if (ec || status.type() == fs::file_type::not_found || status.type() == fs::file_type::regular)
+        return target;
+    std::string_view kind = status.type() == fs::file_type::directory ? "a directory"
+                            : status.type() == fs::file_type::fifo    ? "a FIFO"
+                            : status.type() == fs::file_type::socket  ? "a socket"
+                            : status.type() == fs::file_type::character || status.type() == fs::file_type::block
+                                ? "a device"
+                                : "not a regular file";
+    fail(ErrorKind::usage, "{}: is {}; kforge writes only regular files (use '-' for stdout)", path.string(), kind);
+}
+
+void write_file_atomic(const std::filesystem::path& requested, std::string_view content)
+{
+    std::filesystem::path path = output_file_target(requested);
     std::filesystem::path tmp = path;
     tmp += fmt::format(".tmp{}", ::getpid());
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/limits.hpp"
+
 namespace kforge {
 
 std::string trim(std::string_view text);
@@ -24,9 +26,18 @@ std::string format_duration_ns(double ns);
 // "1.5 GiB" from bytes.
 std::string format_bytes(double bytes);
 
-// Reads a whole file; throws Error(bad_input) naming the path when it cannot be read.
-std::string read_file(const std::filesystem::path& path);
-// Writes via a temporary file and rename, so a reader never sees half a file.
+// Reads a whole regular file of at most `max_bytes` (util/limits.hpp). Throws Error(bad_input)
+// naming the path and `what` ("task spec", "kernel source") when it cannot be read, is a directory,
+// a FIFO or a device (never opened for long: /dev/zero is refused, not read), or is too large.
+std::string read_file(const std::filesystem::path& path, uint64_t max_bytes = k_max_read_bytes,
+                      std::string_view what = "file");
+// Where writing `path` may go: `path` itself when it is a regular file or does not exist, or the
+// regular file a symbolic link at `path` leads to. Throws Error(usage) when it names a directory,
+// a FIFO, a device or a socket (replacing one would destroy it, and writing into one is not
+// writing a file) or a dangling link.
+std::filesystem::path output_file_target(const std::filesystem::path& path);
+// Writes via a temporary file beside the target and a rename, so a reader never sees half a file;
+// the target is output_file_target(path) (a non-regular `path` is refused, never replaced).
 // Throws Error(runtime) naming the path on failure.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 

@@ -72,6 +72,10 @@ struct CompileResult {
 std::optional<Verdict> screen_source(const Task& task, const std::string& source,
                                      const std::vector<std::string>& plan_kernels);
 
+// "" when `arch` names a real GPU architecture NVRTC can make a CUBIN for (sm_80, sm_90a,
+// sm_100f, ...), otherwise why not. The CLI checks --arch with it (a usage error).
+std::string check_arch_name(std::string_view arch);
+
 // The fixed prelude every candidate sees (fixed-width ints, INFINITY, FLT_MAX, ...), given to NVRTC
 // as a pre-included header so that the candidate's own line numbers stay its own.
 const std::string& candidate_prelude();
@@ -127,6 +131,11 @@ public:
     CompilePool& operator=(const CompilePool&) = delete;
 
     CompileResult compile(const CompileRequest& request);
+    // Stops serving for good: compiles waiting for a worker and compiles in progress end at once
+    // (their workers killed) with a compile_error saying kforge is stopping; later calls do the
+    // same. For shutdown, when no result will be used: an interrupted session must not wait for
+    // NVRTC to finish work nobody will record. Thread-safe.
+    void cancel();
     size_t workers() const;
     // Worker processes started so far (the initial ones plus every respawn); for tests and logs.
     size_t spawned() const;

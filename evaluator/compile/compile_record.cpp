@@ -119,7 +119,10 @@ Json kernel_resources_metrics(const std::vector<KernelResources>& compiled, cons
     }
     if (!worker.is_object())
         return out;
-    for (const auto& [kernel, attributes] : worker.items()) {
+    for (const auto& item : worker.items()) {
+        // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+        const std::string& kernel = item.key();
+        const Json& attributes = item.value();
         if (!attributes.is_object() || !attributes.contains("registers"))
             continue;
         if (std::any_of(compiled.begin(), compiled.end(), [&](const KernelResources& k) { return k.kernel == kernel; }))

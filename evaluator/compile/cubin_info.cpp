@@ -5,7 +5,10 @@
 // format 1-3 hold their (small) value in that field, format 4 ("SVAL") is followed by that many
 // bytes. EIATTR_REGCOUNT (0x2f) and EIATTR_FRAME_SIZE (0x11) are SVALs of (symbol index, value)
 // pairs in the file-wide `.nv.info`; EIATTR_MAX_THREADS (0x05) is an SVAL of x, y, z in a kernel's
-// own `.nv.info.<kernel>`. Entries with other attributes are skipped by their length, so a newer
+// own `.nv.info.<kernel>`, and so is EIATTR_KPARAM_INFO (0x17), one per parameter: a 32-bit index,
+// a 16-bit ordinal, a 16-bit offset into the parameter bank and a 32-bit word whose bits 18-31 are
+// the parameter's size in bytes (checked against nvcc's own output for char, short, int, pointer,
+// double and 3- and 16-byte structs). Entries with other attributes are skipped by their length, so a newer
 // toolkit that adds attributes does not break the reader; one with an unknown format ends the
 // walk of that section. A CUBIN that has a `.nv.shared.reserved.*` section (sm_90 ones do) starts
 // each kernel's shared window with the 1 KiB the driver reserves per block; ptxas does not count it
@@ -26,6 +29,7 @@ namespace {
 constexpr uint32_t k_section_nobits = 8;
 constexpr uint32_t k_section_symtab = 2;
 constexpr uint8_t k_attr_max_threads = 0x05;
+constexpr uint8_t k_attr_kparam_info = 0x17;
 constexpr uint8_t k_attr_frame_size = 0x11;
 constexpr uint8_t k_attr_regcount = 0x2f;
 constexpr uint8_t k_format_sval = 4;
@@ -208,6 +212,37 @@ CubinReport read_cubin_resources(std::string_view cubin)
     if (report.kernels.empty())
         report.problem = "no register counts in .nv.info";
     return report;
+}
+
+std::map<std::string, std::vector<uint32_t>> read_cubin_params(std::string_view cubin)
+{
+    std::map<std::string, std::vector<uint32_t>> out;
+    std::string problem;
+    std::vector<Section> sections = read_sections(cubin, problem);
+    constexpr std::string_view info_prefix = ".nv.info.";
+    for (const auto& s : sections) {
+        if (s.name.rfind(info_prefix, 0) != 0)
+            continue;
+        std::map<uint32_t, uint32_t> by_ordinal;
+        bool consistent = true;
+        walk_attributes(s.bytes, [&](uint8_t attribute, std::string_view payload) {
+            if (attribute != k_attr_kparam_info)
+                return;
+            auto ordinal = read_at<uint16_t>(payload, 4);
+            auto flags = read_at<uint32_t>(payload, 8);
+            if (payload.size() != 12 || !ordinal || !flags || !by_ordinal.emplace(*ordinal, (*flags >> 18) & 0x3fff).second)
+                consistent = false;
+        });
+        std::vector<uint32_t> sizes;
+        for (const auto& [ordinal, size] : by_ordinal) {
+            if (ordinal != sizes.size())
+                consistent = false;
+            sizes.push_back(size);
+        }
+        if (consistent)
+            out[s.name.substr(info_prefix.size())] = std::move(sizes);
+    }
+    return out;
 }
 
 std::string cubin_behaviour_hash(std::string_view cubin)

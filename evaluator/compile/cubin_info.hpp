@@ -5,7 +5,9 @@
 // `.nv.shared.<kernel>` section of its own, so registers, local memory and shared memory are known
 // wherever the CUBIN is, even when NVRTC's log carries no `-Xptxas=-v` report (seen on a driver-580
 // machine). Spill byte counts are not in the CUBIN: resources read here say so (`from_cubin`).
-// (2) Identity: two CUBINs whose code, attributes and data agree run the same on the GPU even when
+// (2) Parameters: each kernel's parameter sizes (EIATTR_KPARAM_INFO), so a plan that passes the
+// wrong number or size of arguments is a plan_error before any GPU work (launch_args.hpp).
+// (3) Identity: two CUBINs whose code, attributes and data agree run the same on the GPU even when
 // their debug sections differ, which they do whenever a comment above the kernel gains or loses a
 // line (`-lineinfo` records line numbers). cubin_behaviour_hash() hashes everything but the debug
 // sections, so the measurement memo (measurement_memo.hpp) recognises such twins.
@@ -14,6 +16,8 @@
 // yields no resources and a hash of all its bytes (which only ever under-recognises twins).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +41,12 @@ struct CubinReport {
 
 // Reads the kernels' resources from a CUBIN (ELF64, little-endian, as NVRTC writes it).
 CubinReport read_cubin_resources(std::string_view cubin);
+
+// Each kernel's parameters as the driver will copy them at launch: their sizes in bytes, by ordinal,
+// from the EIATTR_KPARAM_INFO entries of the kernel's own `.nv.info.<symbol>` section. Keyed by ELF
+// symbol. A kernel without such a section, or whose entries are inconsistent (a missing or repeated
+// ordinal), is absent: its parameters are unknown, which is not the same as having none.
+std::map<std::string, std::vector<uint32_t>> read_cubin_params(std::string_view cubin);
 
 // 32 hex digits identifying what the GPU runs: the name, type, flags and bytes of every section
 // except .debug_*, .nv_debug_* and their relocations. A CUBIN that cannot be parsed hashes whole.

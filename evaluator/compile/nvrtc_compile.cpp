@@ -50,15 +50,32 @@ CompileResult refused(std::string message)
     return result;
 }
 
+} // namespace
+
+std::string check_arch_name(std::string_view arch)
+{
+    // sm_ then two or three digits, then optionally a (arch-specific) or f (family-specific).
+    std::string_view digits = arch.substr(std::min<size_t>(3, arch.size()));
+    if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f'))
+        digits.remove_suffix(1);
+    bool ok = arch.substr(0, 3) == "sm_" && digits.size() >= 2 && digits.size() <= 3 &&
+              std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (ok)
+        return "";
+    return fmt::format("'{}' is not a real GPU architecture (expected sm_ and its compute capability, such as "
+                       "sm_80, sm_90a or sm_100a)",
+                       arch.substr(0, 40));
+}
+
+namespace {
+
 // "" or why the request cannot be compiled as asked (never the candidate's fault alone: arch and
 // params come from kforge and the plan).
 std::string check_request(const CompileRequest& request)
 {
-    static const std::regex arch(R"(sm_\d{2,3}[af]?)");
     static const std::regex identifier(R"([A-Za-z_][A-Za-z0-9_]*)");
-    if (!std::regex_match(request.arch, arch))
-        return fmt::format("'{}' is not a real GPU architecture (expected e.g. sm_90a), so no CUBIN could be made",
-                           request.arch);
+    if (std::string problem = check_arch_name(request.arch); !problem.empty())
+        return problem + ", so no CUBIN could be made";
     for (const auto& [name, value] : request.params)
         if (!std::regex_match(name, identifier))
             return fmt::format("param '{}' is not a C identifier, so it cannot be passed as -D{}={}", name, name, value);

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -18,6 +17,7 @@
 #include "core/source.hpp"
 #include "evaluator/compile/compile.hpp"
 #include "evaluator/compile/prelude.hpp"
+#include "util/regex.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
@@ -59,16 +59,16 @@ std::vector<ScreenedInclude> exact_includes(const LexedSource& lexed)
         if (is_include_like(d.name))
             out.push_back(read_header_name(lexed, d.args_begin, d.args_end, "#" + d.name, d.line));
     // __has_include(<x>) opens the file to answer, so it leaks whether a host path exists.
-    static const std::regex has_include(R"(\b__has_include(_next)?\b)");
-    for (auto it = std::sregex_iterator(lexed.code.begin(), lexed.code.end(), has_include);
-         it != std::sregex_iterator(); ++it) {
-        size_t at = static_cast<size_t>(it->position()) + static_cast<size_t>(it->length());
-        std::string form = it->str();
+    static const Regex has_include(R"(\b__has_include(_next)?\b)");
+    for (auto match = has_include.search(lexed.code); match;
+         match = has_include.search(lexed.code, match->offset + std::max<size_t>(match->length, 1))) {
+        size_t at = match->offset + match->length;
+        std::string form = lexed.code.substr(match->offset, match->length);
         while (at < lexed.text.size() && is_space(lexed.text[at]))
             ++at;
         size_t end = lexed.code.find('\n', at);
         end = end == std::string::npos ? lexed.code.size() : end;
-        int line = lexed.line[static_cast<size_t>(it->position())];
+        int line = lexed.line[match->offset];
         if (at < end && lexed.text[at] == '(')
             out.push_back(read_header_name(lexed, at + 1, end, form, line));
         else
@@ -77,12 +77,30 @@ std::vector<ScreenedInclude> exact_includes(const LexedSource& lexed)
     return out;
 }
 
+// The line with each same-line `/* ... */` replaced by a space (the first `*/` closes); an unclosed
+// `/*` stays. Linear in the line, however many comment openers it holds.
+std::string drop_block_comments(const std::string& line)
+{
+    std::string out;
+    size_t at = 0;
+    for (;;) {
+        size_t open = line.find("/*", at);
+        size_t close = open == std::string::npos ? std::string::npos : line.find("*/", open + 2);
+        if (close == std::string::npos) {
+            out.append(line, at, std::string::npos);
+            return out;
+        }
+        out.append(line, at, open - at);
+        out += ' ';
+        at = close + 2;
+    }
+}
+
 // Every logical line (physical lines joined at backslash-newline) shaped like an include
 // directive once same-line block comments are dropped, wherever it stands.
 std::vector<ScreenedInclude> backstop_includes(std::string_view source)
 {
-    static const std::regex directive(R"(^[ \t\f\v\r]*(?:#|%:)[ \t\f\v\r]*(include_next|include|import|embed)\b[ \t\f\v\r]*(.*)$)");
-    static const std::regex block_comment(R"(/\*.*?\*/)");
+    static const Regex directive(R"(^[ \t\f\v\r]*(?:#|%:)[ \t\f\v\r]*(include_next|include|import|embed)\b[ \t\f\v\r]*(.*)$)");
     std::vector<ScreenedInclude> out;
     int line = 1;
     size_t i = 0;
@@ -105,13 +123,12 @@ std::vector<ScreenedInclude> backstop_includes(std::string_view source)
             logical += piece;
             break;
         }
-        logical = std::regex_replace(logical, block_comment, " ");
-        std::smatch m;
-        if (std::regex_search(logical, m, directive)) {
+        logical = drop_block_comments(logical);
+        if (auto m = directive.search(logical)) {
             ScreenedInclude inc;
-            inc.form = fmt::format("#{}", m[1].str());
+            inc.form = fmt::format("#{}", m->groups[0].value_or(""));
             inc.line = first_line;
-            std::string rest = m[2].str();
+            std::string rest(m->groups[1].value_or(""));
             if (!rest.empty() && (rest[0] == '<' || rest[0] == '"')) {
                 size_t stop = rest.find(rest[0] == '<' ? '>' : '"', 1);
                 if (stop != std::string::npos) {

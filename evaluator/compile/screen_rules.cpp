@@ -1,23 +1,24 @@
 // screen_source(): every rule of screen.hpp applied to one candidate, all problems reported at
 // once (a model repairs them in one round), each with its line.
 #include <algorithm>
-#include <regex>
 
 #include <fmt/format.h>
 
 #include "core/source.hpp"
 #include "evaluator/compile/compile.hpp"
+#include "evaluator/compile/macro_bound.hpp"
 #include "evaluator/compile/screen.hpp"
+#include "util/interrupt.hpp"
+#include "util/limits.hpp"
+#include "util/regex.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
 
 namespace {
 
-constexpr size_t k_max_source_bytes = size_t{1} << 20;
-
 struct PatternRule {
-    std::regex regex;   // const after construction, so threads may share it
+    Regex regex;        // const after construction, so threads may share it
     bool in_literals;   // searched in LexedSource::text (asm strings) rather than code
     std::string what;
 };
@@ -27,20 +28,28 @@ const std::vector<PatternRule>& harness_rules()
 {
     const std::string clock_read = "reading a clock is not allowed: a kernel's output must depend only on its inputs";
     static const std::vector<PatternRule> rules = {
-        {std::regex(R"(<<<)"), false,
+        {Regex(R"(<<<)"), false,
          "device-side kernel launches are not allowed: kforge launches every kernel itself from the plan, "
          "and work started from the device would escape the launch count and the timed range"},
-        {std::regex(R"(\b(cudaLaunchDevice(_v2)?|cudaGetParameterBuffer(V2)?|cudaLaunchKernel(Ex)?|cudaLaunchCooperativeKernel|)"
+        {Regex(R"(\b(cudaLaunchDevice(_v2)?|cudaGetParameterBuffer(V2)?|cudaLaunchKernel(Ex)?|cudaLaunchCooperativeKernel|)"
          R"(cudaGraphLaunch|cudaStreamTailLaunch|cudaStreamFireAndForget|cudaStreamCreateWithFlags|)"
          R"(cudaDeviceSynchronize)\b)"),
          false,
          "the device runtime's launch and stream APIs are not allowed: kforge launches every kernel itself "
          "from the plan"},
-        {std::regex(R"(%(globaltimer(_lo|_hi)?|clock(64|_hi)?)\b)"), true, clock_read},
-        {std::regex(R"(\b(clock|clock64|globaltimer)\s*\()"), false, clock_read},
-        {std::regex(R"(\bget_sreg_(globaltimer(_lo|_hi)?|clock(64|_hi)?)\b)"), false, clock_read},
+        {Regex(R"(%(globaltimer(_lo|_hi)?|clock(64|_hi)?)\b)"), true, clock_read},
+        {Regex(R"(\b(clock|clock64|globaltimer)\s*\()"), false, clock_read},
+        {Regex(R"(\bget_sreg_(globaltimer(_lo|_hi)?|clock(64|_hi)?)\b)"), false, clock_read},
     };
     return rules;
+}
+
+// The physical line of `offset` in the lexed text (an empty match may sit at its very end).
+int line_at(const LexedSource& lexed, size_t offset)
+{
+    if (lexed.line.empty())
+        return 1;
+    return lexed.line[std::min(offset, lexed.line.size() - 1)];
 }
 
 std::string excerpt(const std::string& text, size_t at, size_t length)
@@ -56,11 +65,9 @@ void screen_patterns(const LexedSource& lexed, std::vector<std::string>& problem
 {
     for (const auto& rule : harness_rules()) {
         const std::string& haystack = rule.in_literals ? lexed.text : lexed.code;
-        std::smatch m;
-        if (std::regex_search(haystack, m, rule.regex)) {
-            size_t at = static_cast<size_t>(m.position());
-            problems.push_back(fmt::format("line {}: `{}`: {}.", lexed.line[at],
-                                           excerpt(haystack, at, static_cast<size_t>(m.length())), rule.what));
+        if (auto m = rule.regex.search(haystack)) {
+            problems.push_back(fmt::format("line {}: `{}`: {}.", line_at(lexed, m->offset),
+                                           excerpt(haystack, m->offset, m->length), rule.what));
         }
     }
 }
@@ -68,17 +75,14 @@ void screen_patterns(const LexedSource& lexed, std::vector<std::string>& problem
 void screen_forbidden(const Task& task, const LexedSource& lexed, std::vector<std::string>& problems)
 {
     for (const auto& pattern : task.forbid) {
-        std::regex re;
-        try {
-            re = std::regex(pattern.regex);
-        } catch (const std::regex_error&) {
+        std::string error;
+        std::optional<Regex> re = Regex::compile(pattern.regex, error);
+        if (!re)
             continue; // load_task() already refused a spec with an invalid pattern
-        }
-        std::smatch m;
-        if (std::regex_search(lexed.code, m, re)) {
-            size_t at = static_cast<size_t>(m.position());
-            problems.push_back(fmt::format("line {}: `{}` is not allowed in this task: {}.", lexed.line[at],
-                                           excerpt(lexed.code, at, static_cast<size_t>(m.length())), pattern.reason));
+        // RE2 matches in time linear in the source whatever the pattern (util/regex.hpp).
+        if (auto m = re->search(lexed.code)) {
+            problems.push_back(fmt::format("line {}: `{}` is not allowed in this task: {}.", line_at(lexed, m->offset),
+                                           excerpt(lexed.code, m->offset, m->length), pattern.reason));
         }
     }
 }
@@ -113,6 +117,8 @@ std::optional<Verdict> screen_source(const Task& task, const std::string& source
     std::vector<std::string> problems = missing_kernels(source, plan_kernels);
     VerdictKind kind = problems.empty() ? VerdictKind::compile_error : VerdictKind::plan_error;
     LexedSource lexed = lex_source(source);
+    if (std::string expansion = check_macro_expansion(lexed); !expansion.empty())
+        problems.push_back(fmt::format("the source cannot be compiled: {}.", expansion));
     screen_patterns(lexed, problems);
     screen_forbidden(task, lexed, problems);
     for (auto& p : screen_includes(source))

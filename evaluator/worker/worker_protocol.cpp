@@ -13,10 +13,13 @@ std::string encode_message(const Json& message)
 
 Json decode_message(const std::string& frame)
 {
-    Json message = Json::from_cbor(frame.begin(), frame.end(), true, false);
-    if (message.is_discarded() || !message.is_object())
+    std::string problem;
+    std::optional<Json> message = try_parse_cbor(frame, problem);
+    if (!message)
+        throw std::invalid_argument("a worker message is not readable CBOR: " + problem);
+    if (!message->is_object())
         throw std::invalid_argument("a worker message is not a CBOR object");
-    return message;
+    return std::move(*message);
 }
 
 Json measurement_to_json(const Measurement& m)

@@ -26,6 +26,7 @@
 #include "cli/dataset_record.hpp"
 #include "search/budget.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 #include "util/interrupt.hpp"
 #include "util/log.hpp"
 
@@ -68,7 +69,9 @@ public:
             m_file = stdout;
             return;
         }
-        m_temporary = output + fmt::format(".tmp{}", ::getpid());
+        // A FIFO or a device at `output` is refused, never replaced; a link leads to its file.
+        m_output = output_file_target(output).string();
+        m_temporary = m_output + fmt::format(".tmp{}", ::getpid());
         m_file = std::fopen(m_temporary.c_str(), "wbx");
         if (!m_file)
             fail_runtime("{}: cannot write {}: {}", output, m_temporary, std::strerror(errno));
@@ -212,6 +215,7 @@ int run_dataset(const DatasetOptions& options)
             if (same_file(archive, options.output))
                 fail(ErrorKind::usage, "-o {} names one of the archives; choose another file",
                      options.output);
+        output_file_target(options.output); // refuses a directory, a FIFO or a device before any work
         if (fs::exists(options.output, ec) && !options.force)
             fail(ErrorKind::usage, "{} exists; pass --force to replace it", options.output);
     }
@@ -225,6 +229,10 @@ int run_dataset(const DatasetOptions& options)
         for (const auto& path : options.archives) {
             Archive archive = Archive::open(path, OpenMode::read_only);
             write_archive(archive, options, sink, counts);
+            // A table the records need fails above; one they do not need (elite, search_state) is said.
+            for (const auto& table : archive.missing_tables())
+                log_warn("{}: damaged archive: table '{}' is missing (the dataset's records do not need it)", path,
+                         table);
         }
         sink.finish();
     } catch (const Error& e) {

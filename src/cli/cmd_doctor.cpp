@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "evaluator/compile/compile.hpp"
 #include "evaluator/gpu_client.hpp"
 #include "util/error.hpp"
@@ -153,7 +154,7 @@ void add_doctor_command(CLI::App& app, CommandSlot& slot)
     auto options = std::make_shared<DoctorOptions>();
     auto* doctor = app.add_subcommand("doctor", "check the GPU, driver, NVRTC, CUPTI, counters and API keys");
     doctor->add_flag("--json", options->json, "print the checks as JSON on stdout");
-    doctor->add_option("--arch", options->arch, "arch for the NVRTC test compile")->capture_default_str();
+    doctor->add_option("--arch", options->arch, "arch for the NVRTC test compile")->check(gpu_arch())->capture_default_str();
     doctor->callback([options, &slot] { slot = [options] { return run_doctor(*options); }; });
 }
 

@@ -13,14 +13,17 @@
 
 #include "cli/app.hpp"
 #include "cli/eval_command.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/table.hpp"
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "evaluator/compile/compile.hpp"
 #include "evaluator/compile/compile_record.hpp"
+#include "evaluator/compile/launch_args.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/worker/roofline.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 #include "util/paths.hpp"
 #include "util/text.hpp"
 
@@ -54,10 +57,14 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
     try {
         plan = plan_of(task, source);
         validate_plan(task, plan, find_kernel_names(source));
+        std::vector<ParamPoint> points = enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points));
         for (const auto& shapes : {&task.tests, &task.bench, &task.held_out})
-            for (const auto& shape : *shapes)
-                for (const auto& point : enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points)))
+            for (const auto& shape : *shapes) {
+                if (interrupt_requested())
+                    fail(ErrorKind::interrupted, "interrupted");
+                for (const auto& point : points)
                     resolve_plan(task, plan, shape, point);
+            }
     } catch (const PlanError& e) {
         return fail_with(Verdict{VerdictKind::plan_error, e.what()});
     }
@@ -76,12 +83,18 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
     Json variants = Json::array();
     bool all_ok = true;
     for (const auto& point : enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points))) {
+        if (interrupt_requested())
+            fail(ErrorKind::interrupted, "interrupted");
         CompileRequest request;
         request.source = source;
         request.arch = arch;
         request.params = point;
         request.kernels = kernels;
         CompileResult result = pool.compile(request);
+        if (std::string mismatch = check_launch_arguments(task, plan, result); !mismatch.empty())
+            return fail_with(Verdict{VerdictKind::plan_error,
+                                     point.empty() ? mismatch
+                                                   : fmt::format("with {}: {}", describe_param_point(point), mismatch)});
         Json entry{{"params", describe_param_point(point)}, {"ok", result.ok}, {"seconds", result.seconds},
                    {"cache_hit", result.cache_hit}};
         if (!result.ok) {
@@ -270,7 +283,7 @@ int run_eval(const EvalCommandOptions& options)
     if (options.file.empty())
         fail(ErrorKind::usage, "kforge eval needs TASK and FILE (or RUN.kforge --candidate ID)");
     Task task = load_task(options.task_path);
-    std::string source = read_file(options.file);
+    std::string source = read_file(options.file, k_max_source_bytes, "candidate source");
     if (options.compile_only)
         return run_compile_only(task, source, options);
     return print_evaluation(task, evaluate_source(task, source, options), options, Json::object());
@@ -290,13 +303,15 @@ void add_eval_command(CLI::App& app, CommandSlot& slot)
                    "with --candidate and --held-out: a candidate the run flagged as faster than the roofline floor "
                    "counts from now on when the re-measurement is correct");
     eval->add_flag("--compile-only", options->compile_only, "only screen and compile (no GPU needed)");
-    eval->add_option("--arch", options->arch, "target arch, e.g. sm_90a (default: the GPU's; sm_90a with --compile-only)");
+    eval->add_option("--arch", options->arch, "target arch, e.g. sm_90a (default: the GPU's; sm_90a with --compile-only)")
+        ->check(gpu_arch());
     eval->add_flag("--quick", options->quick, "quick-screen timing instead of the confirmation standard");
     eval->add_flag("--held-out", options->held_out, "also verify on the task's held-out shapes");
     eval->add_flag("--profile", options->profile, "collect hardware metrics (CUPTI range profiler) on the largest bench shape");
     eval->add_flag("--json", options->json, "print the result as JSON on stdout");
-    eval->add_option("--secret", options->secret, "secret mixed into the input seeds (default 0)");
+    eval->add_option("--secret", options->secret, "secret mixed into the input seeds (default 0)")->check(unsigned_number());
     eval->add_option("--deadline", options->deadline_s, "seconds one run of the plan may take before it is killed")
+        ->check(real_number(0, 3600, true))
         ->capture_default_str();
     eval->callback([options, candidate, &slot] {
         if (candidate->count() > 0)

@@ -16,6 +16,7 @@
 #include "archive/archive.hpp"
 #include "archive/run_task.hpp"
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/export_code.hpp"
 #include "cli/export_source.hpp"
 #include "cli/table.hpp"
@@ -346,6 +347,16 @@ ExportFiles build_export(const Archive& archive, const Candidate& candidate,
 
 int run_export(const ExportOptions& options)
 {
+    // Every file this export would write must be a regular file (or new) before anything is read:
+    // a FIFO or a device named by -o is refused, never replaced.
+    if (options.output != "-") {
+        std::filesystem::path cu_path = options.output;
+        output_file_target(cu_path);
+        if (options.host == HostCode::launcher)
+            output_file_target(std::filesystem::path(cu_path).replace_extension(".h"));
+        if (options.host == HostCode::torch)
+            output_file_target(cu_path.parent_path() / (cu_path.stem().string() + "_load.py"));
+    }
     Archive archive = Archive::open(options.archive_path, OpenMode::read_only);
     std::optional<Candidate> candidate;
     if (options.best) {
@@ -364,6 +375,10 @@ int run_export(const ExportOptions& options)
         log_warn("candidate #{} is not correct ({}); exporting it anyway", candidate->id,
                  verdict_name(candidate->evaluation.verdict.kind));
     ExportFiles files = build_export(archive, *candidate, options);
+    // Every read above succeeded: a table the archive lacks is one the export does not need.
+    for (const auto& table : archive.missing_tables())
+        log_warn("{}: damaged archive: table '{}' is missing (the export does not need it)", options.archive_path,
+                 table);
     if (options.output == "-") {
         fmt::print("{}", files.cu);
         return k_exit_ok;
@@ -414,7 +429,8 @@ void add_export_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("ARCHIVE", options->archive_path, "run archive (.kforge)")->required();
     auto* best =
         cmd->add_flag("--best", options->best, "the correct candidate with the highest fitness");
-    auto* id = cmd->add_option("--candidate", *candidate_id, "the candidate with this id");
+    auto* id = cmd->add_option("--candidate", *candidate_id, "the candidate with this id")
+                   ->check(whole_number(1, INT64_MAX));
     best->excludes(id);
     cmd->add_option("-o,--output", options->output, "file to write ('-' for stdout)")->required();
     auto* launcher =

@@ -11,10 +11,12 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/inspect_report.hpp"
 #include "cli/table.hpp"
 #include "core/task.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace kforge {
 namespace {
@@ -186,7 +188,29 @@ int run_inspect(const InspectOptions& options)
         fmt::print("{}\n", report.dump(2));
     else
         fmt::print("{}", render_inspect_text(report));
+    // A damaged archive: what could be read is printed above; the exit code says the input is bad.
+    if (report.contains("damaged")) {
+        for (const auto& problem : report["damaged"])
+            log_error("{}", problem.get<std::string>());
+        return k_exit_bad_input;
+    }
     return k_exit_ok;
+}
+
+// Reads one section of the report; on a damaged archive (a table or column missing) notes the
+// problem in `damaged` and stands `fallback`, an empty section of the same shape, in its place, so
+// every other section is still read.
+template <typename Read>
+Json readable(Json& damaged, Json fallback, Read&& read)
+{
+    try {
+        return read();
+    } catch (const DamagedArchive& e) {
+        std::string problem = e.what();
+        if (std::find(damaged.begin(), damaged.end(), Json(problem)) == damaged.end())
+            damaged.push_back(problem);
+        return fallback;
+    }
 }
 
 } // namespace
@@ -194,13 +218,23 @@ int run_inspect(const InspectOptions& options)
 Json build_inspect_report(const Archive& archive, const InspectOptions& options)
 {
     Json report;
+    Json damaged = Json::array();
+    for (const auto& table : archive.missing_tables())
+        damaged.push_back(fmt::format("{}: damaged archive: table '{}' is missing", archive.path().string(), table));
     report["archive"] = archive.path().string();
-    report["run"] = run_section(archive.run_info());
+    RunInfo unreadable_run;
+    unreadable_run.state = "unreadable";
+    report["run"] = readable(damaged, run_section(unreadable_run), [&] { return run_section(archive.run_info()); });
 
-    LlmUsage usage = archive.llm_usage_total();
-    report["budget"] = {{"candidates", archive.candidate_count()}, {"llm", usage_json(usage)}};
+    Json usage = readable(damaged, usage_json(LlmUsage{}), [&] { return usage_json(archive.llm_usage_total()); });
+    Json candidate_count = readable(damaged, Json(0), [&] { return Json(archive.candidate_count()); });
+    report["budget"] = {{"candidates", candidate_count}, {"llm", usage}};
 
-    auto counts = archive.verdict_counts();
+    std::map<VerdictKind, int64_t> counts;
+    readable(damaged, Json(), [&] {
+        counts = archive.verdict_counts();
+        return Json();
+    });
     Json verdicts = Json::object();
     for (int kind = 0; kind <= static_cast<int>(VerdictKind::correct); ++kind) {
         auto it = counts.find(static_cast<VerdictKind>(kind));
@@ -210,56 +244,88 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
     report["verdicts"] = verdicts;
 
     std::vector<std::string> labels;
-    Json baselines = Json::array();
-    for (const auto& m : archive.baselines()) {
-        baselines.push_back({{"subject", m.subject},
-                             {"shape_set", m.shape_set},
-                             {"shape_label", m.shape_label},
-                             {"median_ns", m.median_ns},
-                             {"q1_ns", m.q1_ns},
-                             {"q3_ns", m.q3_ns},
-                             {"samples", m.samples},
-                             {"confirmed", m.confirmed}});
-        if (m.shape_set == "bench" &&
-            std::find(labels.begin(), labels.end(), m.shape_label) == labels.end())
-            labels.push_back(m.shape_label);
-    }
-    report["baselines"] = baselines;
+    report["baselines"] = readable(damaged, Json::array(), [&] {
+        Json baselines = Json::array();
+        for (const auto& m : archive.baselines()) {
+            baselines.push_back({{"subject", m.subject},
+                                 {"shape_set", m.shape_set},
+                                 {"shape_label", m.shape_label},
+                                 {"median_ns", m.median_ns},
+                                 {"q1_ns", m.q1_ns},
+                                 {"q3_ns", m.q3_ns},
+                                 {"samples", m.samples},
+                                 {"confirmed", m.confirmed}});
+            if (m.shape_set == "bench" &&
+                std::find(labels.begin(), labels.end(), m.shape_label) == labels.end())
+                labels.push_back(m.shape_label);
+        }
+        return baselines;
+    });
 
-    Json top = Json::array();
-    for (const auto& summary : archive.top_candidates(options.top)) {
-        Json row = summary_json(summary);
-        row["times_ns"] = bench_times(archive.measurements(summary.id), labels);
-        top.push_back(row);
-    }
+    Json top = readable(damaged, Json::array(), [&] {
+        Json rows = Json::array();
+        for (const auto& summary : archive.top_candidates(options.top)) {
+            Json row = summary_json(summary);
+            row["times_ns"] = readable(damaged, Json::object(),
+                                       [&] { return bench_times(archive.measurements(summary.id), labels); });
+            rows.push_back(row);
+        }
+        return rows;
+    });
     report["best"] =
         top.empty() ? Json() : Json{{"id", top[0]["id"]}, {"fitness", top[0]["fitness"]}};
     report["top"] = top;
     report["bench_shapes"] = labels;
-    report["failures"] = failures_section(archive, counts, options);
-    report["flagged"] = flagged_section(archive);
-    report["gpus"] = gpus_section(archive);
+    Json no_failures = {{"total", 0}, {"by_verdict", Json::array()}};
+    if (options.failures)
+        no_failures["recent"] = Json::array();
+    report["failures"] = readable(damaged, no_failures, [&] { return failures_section(archive, counts, options); });
+    report["flagged"] = readable(damaged, Json::array(), [&] { return flagged_section(archive); });
+    report["gpus"] = readable(damaged,
+                              Json{{"gpus", Json::array()}, {"candidates_measured", 0}, {"candidates_without_gpu", 0}},
+                              [&] { return gpus_section(archive); });
     if (options.gpu_work)
-        report["gpu"] = gpu_work_section(archive);
+        if (Json gpu = readable(damaged, Json(), [&] { return gpu_work_section(archive); }); !gpu.is_null())
+            report["gpu"] = gpu;
     if (options.calls)
-        report["calls"] = calls_section(archive, options);
+        report["calls"] = readable(damaged, Json{{"by_model", Json::array()}, {"recent", Json::array()}},
+                                   [&] { return calls_section(archive, options); });
     if (options.lineage) {
-        auto chain = archive.lineage(*options.lineage);
-        if (chain.empty())
+        std::vector<CandidateSummary> chain;
+        bool read = !readable(damaged, Json(), [&] {
+                         chain = archive.lineage(*options.lineage);
+                         return Json(true);
+                     }).is_null();
+        if (read && chain.empty())
             fail_input("{}: no candidate {} (the archive holds {})", archive.path().string(),
-                       *options.lineage, archive.candidate_count());
-        Json lineage = Json::array();
-        for (const auto& summary : chain) {
-            Json row = summary_json(summary);
-            auto plan = archive.candidate_plan(summary.id);
-            row["plan"] = plan ? plan_json(*plan) : Json();
-            lineage.push_back(row);
+                       *options.lineage, candidate_count.get<int64_t>());
+        if (!chain.empty()) {
+            Json lineage = Json::array();
+            for (const auto& summary : chain) {
+                Json row = summary_json(summary);
+                row["plan"] = readable(damaged, Json(), [&] {
+                    auto plan = archive.candidate_plan(summary.id);
+                    return plan ? plan_json(*plan) : Json();
+                });
+                lineage.push_back(row);
+            }
+            report["lineage"] = lineage;
+            // Parents recorded as each other's ancestors: the walk stopped where the loop closes.
+            const auto& last = chain.back();
+            if (last.parent_id && std::any_of(chain.begin(), chain.end(),
+                                              [&](const CandidateSummary& c) { return c.id == *last.parent_id; }))
+                damaged.push_back(fmt::format("{}: damaged archive: the parents of candidate {} loop (#{}'s parent is "
+                                              "#{}, already in its lineage)",
+                                              archive.path().string(), *options.lineage, last.id, *last.parent_id));
         }
-        report["lineage"] = lineage;
     }
     if (options.grid)
-        report["grid"] = grid_section(archive);
-    report["techniques"] = techniques_section(archive);
+        if (Json grid = readable(damaged, Json(), [&] { return grid_section(archive); }); !grid.is_null())
+            report["grid"] = grid;
+    if (Json techniques = readable(damaged, Json(), [&] { return techniques_section(archive); }); !techniques.is_null())
+        report["techniques"] = techniques;
+    if (!damaged.empty())
+        report["damaged"] = damaged;
     return report;
 }
 
@@ -272,16 +338,19 @@ void add_inspect_command(CLI::App& app, CommandSlot& slot)
                    "(read-only, also while the run writes)");
     inspect->add_option("ARCHIVE", options->archive_path, "run archive (.kforge)")->required();
     inspect->add_option("--top", options->top, "rows in the top-candidates table")
+        ->check(whole_number(1, 1000000))
         ->capture_default_str();
     inspect->add_flag("--failures", options->failures,
                       "also list recent failures with their messages");
     inspect->add_flag("--calls", options->calls,
                       "also show LLM usage per model and the recent calls");
     auto* lineage =
-        inspect->add_option("--lineage", *lineage_id, "also show the ancestry of candidate ID");
+        inspect->add_option("--lineage", *lineage_id, "also show the ancestry of candidate ID")
+            ->check(whole_number(1, INT64_MAX));
     inspect->add_flag("--grid", options->grid,
                       "also draw each island's MAP-Elites grid as a heatmap of elite fitness");
     inspect->add_option("--limit", options->limit, "rows in the --failures and --calls lists")
+        ->check(whole_number(1, 1000000))
         ->capture_default_str();
     inspect->add_flag("--json", options->json, "print the report as one JSON document");
     inspect->callback([options, lineage_id, lineage, &slot] {

@@ -260,8 +260,14 @@ std::string render_inspect_text(const Json& report)
 {
     // Sections are joined, never built as "\n" + block: GCC 12 at -O2/-O3 warns about the insert
     // at position 0 that `const char* + string&&` makes (-Wrestrict, a known false positive).
-    std::vector<std::string> sections{summary_block(report), top_block(report),
-                                      failures_block(report["failures"])};
+    std::vector<std::string> sections;
+    if (report.contains("damaged")) {
+        std::string block = "DAMAGED ARCHIVE: what follows is what could still be read\n";
+        for (const auto& problem : report["damaged"])
+            block += "  " + problem.get<std::string>() + "\n";
+        sections.push_back(block);
+    }
+    sections.insert(sections.end(), {summary_block(report), top_block(report), failures_block(report["failures"])});
     if (std::string flagged = render_flagged_text(report.value("flagged", Json::array())); !flagged.empty())
         sections.push_back(flagged);
     sections.push_back(render_gpus_text(report["gpus"]));

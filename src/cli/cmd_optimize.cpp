@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/cmd_optimize_common.hpp"
 #include "evaluator/gpu_remote.hpp"
 #include "search/run_record.hpp"
@@ -137,22 +138,31 @@ void add_optimize_command(CLI::App& app, CommandSlot& slot)
     add_session_options(cmd, o->session, false);
     cmd->add_option("-o,--output,--archive", o->output,
                     "the run archive (SQLite) to create; it must not exist yet (default runs/<task>-<stamp>.kforge)");
-    cmd->add_option("--seed", o->seed, "seed of every random choice (default: random; stored in the archive)");
-    cmd->add_option("--islands", o->islands, "islands, each with its own MAP-Elites grid (default 4)");
-    cmd->add_option("--generation-size", o->generation_size, "candidates per island that make a generation (default 4)");
-    cmd->add_option("--migrate-every", o->migrate_every, "generations between ring migrations (default 2)");
-    cmd->add_option("--meta-every", o->meta_every, "generations between rewrites of the weakest strategy (default 3)");
-    cmd->add_option("--max-lessons", o->max_lessons, "lessons the analyst may write per run (default 20)");
+    cmd->add_option("--seed", o->seed, "seed of every random choice (default: random; stored in the archive)")
+        ->check(unsigned_number());
+    cmd->add_option("--islands", o->islands, "islands, each with its own MAP-Elites grid (default 4)")
+        ->check(whole_number(1, 64));
+    cmd->add_option("--generation-size", o->generation_size, "candidates per island that make a generation (default 4)")
+        ->check(whole_number(1, 10000));
+    cmd->add_option("--migrate-every", o->migrate_every, "generations between ring migrations (default 2)")
+        ->check(whole_number(1, 1000000));
+    cmd->add_option("--meta-every", o->meta_every, "generations between rewrites of the weakest strategy (default 3)")
+        ->check(whole_number(1, 1000000));
+    cmd->add_option("--max-lessons", o->max_lessons, "lessons the analyst may write per run (default 20)")
+        ->check(whole_number(0, 1000000));
     cmd->add_option("--window", o->window, "items in flight, proposing or being evaluated (default: 2 x --parallel + 2, "
-                                           "at least 2 per GPU + 2); fixes the run's choices across GPU counts");
+                                           "at least 2 per GPU + 2); fixes the run's choices across GPU counts")
+        ->check(whole_number(0, 1024));
     cmd->add_option("--mix", o->mix, "parent selection weights exploit,explore,target (default 0.6,0.2,0.2)");
     cmd->add_option("--edit-form", o->edit_form, "whole, diff (SEARCH/REPLACE) or mix (default)")
         ->check(CLI::IsMember({"whole", "diff", "mix"}));
     cmd->add_flag("--no-repair", o->no_repair, "no repair round for failed model-written candidates");
     cmd->add_flag("--no-tune", o->no_tune, "no param-variation candidates after a new island best");
-    cmd->add_option("--arch", o->arch, "target arch, e.g. sm_90a (default: the GPU's)");
-    cmd->add_option("--compile-workers", o->compile_workers, "parallel NVRTC compiles (default: from the cores)");
+    cmd->add_option("--arch", o->arch, "target arch, e.g. sm_90a (default: the GPU's)")->check(gpu_arch());
+    cmd->add_option("--compile-workers", o->compile_workers, "parallel NVRTC compiles (default: from the cores)")
+        ->check(whole_number(1, 256));
     cmd->add_option("--deadline", o->deadline_s, "seconds one run of a plan may take before it is killed")
+        ->check(real_number(0, 3600, true))
         ->capture_default_str();
     cmd->add_flag("--no-reuse", o->no_reuse, "run every verification and timing on the GPU, even of a (kernel binary, "
                                              "params) point measured earlier in the run (for comparisons)");

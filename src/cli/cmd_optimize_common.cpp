@@ -1,8 +1,11 @@
 // The session machinery shared by `kforge optimize` and `kforge resume`; see cmd_optimize_common.hpp.
 #include "cli/cmd_optimize_common.hpp"
+#include "cli/option_checks.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <random>
 
 #include <fmt/format.h>
@@ -12,6 +15,7 @@
 #include "agents/provider.hpp"
 #include "evaluator/gpu_remote.hpp"
 #include "util/error.hpp"
+#include "util/limits.hpp"
 #include "util/log.hpp"
 #include "util/paths.hpp"
 #include "util/text.hpp"
@@ -24,22 +28,28 @@ std::chrono::milliseconds to_ms(double seconds)
     return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-// "N" or, where a base exists, "+N" (N more than used so far).
-double parse_amount(const std::string& text, const char* flag, double base)
+enum class Amount { count, dollars };
+
+// "N" or, where a base exists, "+N" (N more than used so far): a whole number for a count, a
+// finite number for dollars, from 0 to the bound.
+double parse_amount(const std::string& text, const char* flag, double base, Amount kind)
 {
     std::string body = trim(text);
     bool relative = !body.empty() && body[0] == '+';
     if (relative)
         body = body.substr(1);
-    try {
-        size_t used = 0;
-        double value = std::stod(body, &used);
-        if (used != body.size() || value < 0)
-            throw std::invalid_argument(body);
-        return relative ? base + value : value;
-    } catch (const std::logic_error&) {
-        fail(ErrorKind::usage, "{} '{}': expected a number, or +N for N more than used so far", flag, text);
-    }
+    double bound = kind == Amount::count ? k_max_budget_count : k_max_budget_dollars;
+    double value = -1;
+    auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), value);
+    bool ok = !body.empty() && ec == std::errc() && end == body.data() + body.size() && std::isfinite(value) &&
+              value >= 0 && value <= bound && (kind == Amount::dollars || std::floor(value) == value);
+    if (!ok)
+        fail(ErrorKind::usage, "{} '{}': expected {} from 0 to {:.0f}, or +N for N more than used so far", flag, text,
+             kind == Amount::count ? "a whole number" : "a number", bound);
+    double total = relative ? base + value : value;
+    if (total > bound)
+        fail(ErrorKind::usage, "{} '{}': {:.0f} in all, over the most allowed ({:.0f})", flag, text, total, bound);
+    return total;
 }
 
 } // namespace
@@ -63,8 +73,9 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
     cmd->add_option("--max-cost", o.max_cost, "US dollars of model calls at most; calls in flight count at an "
                                               "upper estimate" + more);
     cmd->add_option("--time", o.time, "wall time of this session, e.g. 90m, 2h, 1h30m; in-flight work finishes");
-    cmd->add_option("--patience", o.patience, "stop after this many generations without a better kernel");
-    cmd->add_option("--parallel", o.parallel, "model calls in flight (default 4)");
+    cmd->add_option("--patience", o.patience, "stop after this many generations without a better kernel")
+        ->check(whole_number(1, 1000000));
+    cmd->add_option("--parallel", o.parallel, "model calls in flight (default 4)")->check(whole_number(1, 64));
     cmd->add_option("--knowledge", o.knowledge_path,
                     "knowledge base of lessons (default: $XDG_DATA_HOME/kforge/knowledge.sqlite)");
     cmd->add_flag("--no-knowledge", o.no_knowledge, "neither read nor write the user-level knowledge base");
@@ -72,14 +83,19 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
     cmd->add_option("--progress", o.progress, "auto (a live line on a terminal, [k/N] lines otherwise), live, lines, "
                                               "quiet")
         ->check(CLI::IsMember({"auto", "live", "lines", "quiet"}));
-    cmd->add_option("--temperature", o.temperature, "sampling temperature (default: the server's)");
-    cmd->add_option("--max-tokens", o.max_tokens, "output token limit per call (default 8192)");
+    cmd->add_option("--temperature", o.temperature, "sampling temperature (default: the server's)")
+        ->check(real_number(0, 2));
+    cmd->add_option("--max-tokens", o.max_tokens, "output token limit per call (default 8192)")
+        ->check(whole_number(1, 10000000));
     cmd->add_option("--pricing", o.pricing_path, "price table merged over prompts/pricing.json");
     cmd->add_option("--prompts", o.prompts_dir, "folder of prompt templates overriding prompts/");
-    cmd->add_option("--timeout", o.timeout_s, "seconds allowed for one model call (default 600)");
-    cmd->add_option("--connect-timeout", o.connect_timeout_s, "seconds allowed to connect (default 10)");
-    cmd->add_option("--retries", o.retries, "retries after a transient failure (default 5)");
-    cmd->add_option("--retry-backoff", o.retry_backoff_s, "seconds before the first retry; doubles (default 1)");
+    cmd->add_option("--timeout", o.timeout_s, "seconds allowed for one model call (default 600)")
+        ->check(real_number(0, 86400, true));
+    cmd->add_option("--connect-timeout", o.connect_timeout_s, "seconds allowed to connect (default 10)")
+        ->check(real_number(0, 3600, true));
+    cmd->add_option("--retries", o.retries, "retries after a transient failure (default 5)")->check(whole_number(0, 100));
+    cmd->add_option("--retry-backoff", o.retry_backoff_s, "seconds before the first retry; doubles (default 1)")
+        ->check(real_number(0, 3600));
     cmd->add_option("--strategy", o.strategy,
                     "direct: one model call per proposal (default); plan: a planner picks techniques from the task's "
                     "optimisation menu, then a coder writes the kernel; mix: a share of each (--plan-share)")
@@ -159,7 +175,10 @@ double parse_duration(const std::string& text)
             ++i;
         if (start == i)
             fail(ErrorKind::usage, "--time '{}': expected a duration such as 90m, 2h, 1h30m or 3600", text);
-        double value = std::stod(body.substr(start, i - start));
+        double value = 0;
+        auto [end, ec] = std::from_chars(body.data() + start, body.data() + i, value);
+        if (ec != std::errc() || end != body.data() + i)
+            fail(ErrorKind::usage, "--time '{}': '{}' is not a number", text, body.substr(start, i - start));
         double unit = 1;
         if (i < body.size()) {
             char c = body[i++];
@@ -170,8 +189,10 @@ double parse_duration(const std::string& text)
         total += value * unit;
         any = true;
     }
-    if (!any || total <= 0)
+    if (!any || !(total > 0))
         fail(ErrorKind::usage, "--time '{}': expected a positive duration such as 90m, 2h or 3600", text);
+    if (total > k_max_session_seconds)
+        fail(ErrorKind::usage, "--time '{}': at most a year ({:.0f} s)", text, k_max_session_seconds);
     return total;
 }
 
@@ -179,11 +200,13 @@ void apply_session_options(const SessionOptions& o, const BudgetBase& base, RunC
 {
     Budgets& b = config.search.budgets;
     if (!o.budget.empty())
-        b.candidates = static_cast<int64_t>(parse_amount(o.budget, "--budget", static_cast<double>(base.candidates)));
+        b.candidates =
+            static_cast<int64_t>(parse_amount(o.budget, "--budget", static_cast<double>(base.candidates), Amount::count));
     if (!o.max_calls.empty())
-        b.max_calls = static_cast<int64_t>(parse_amount(o.max_calls, "--max-calls", static_cast<double>(base.calls)));
+        b.max_calls =
+            static_cast<int64_t>(parse_amount(o.max_calls, "--max-calls", static_cast<double>(base.calls), Amount::count));
     if (!o.max_cost.empty())
-        b.max_cost_usd = parse_amount(o.max_cost, "--max-cost", base.cost_usd);
+        b.max_cost_usd = parse_amount(o.max_cost, "--max-cost", base.cost_usd, Amount::dollars);
     if (!o.time.empty())
         b.max_seconds = parse_duration(o.time);
     if (o.patience)

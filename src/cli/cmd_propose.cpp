@@ -22,6 +22,7 @@
 #include "agents/prompt_builder.hpp"
 #include "agents/proposer_factory.hpp"
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "core/task.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
@@ -186,7 +187,7 @@ int run_propose(const ProposeOptions& options)
     context.hardware = hardware;
     if (!options.parent_path.empty()) {
         CandidateView parent;
-        parent.source = read_file(options.parent_path);
+        parent.source = read_file(options.parent_path, k_max_source_bytes, "kernel source");
         context.parent = parent;
     }
     context.strategy = options.strategy_text;
@@ -306,8 +307,11 @@ void add_propose_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("--record", options->record_path, "append every call record to this JSONL file (replayable "
                                                       "with --model replay:FILE)");
     cmd->add_flag("--json", options->json, "print the outcome, calls, tokens and costs as JSON on stdout");
-    cmd->add_option("--temperature", options->temperature, "sampling temperature (default: the server's)");
-    cmd->add_option("--max-tokens", options->max_tokens, "output token limit per call")->capture_default_str();
+    cmd->add_option("--temperature", options->temperature, "sampling temperature (default: the server's)")
+        ->check(real_number(0, 2));
+    cmd->add_option("--max-tokens", options->max_tokens, "output token limit per call")
+        ->check(whole_number(1, 10000000))
+        ->capture_default_str();
     cmd->add_option("--pricing", options->pricing_path, "price table merged over prompts/pricing.json "
                                                         "(also $KFORGE_PRICING)");
     cmd->add_option("--prompts", options->prompts_dir, "folder of prompt templates overriding prompts/ (also "
@@ -315,13 +319,21 @@ void add_propose_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("--hardware", options->hardware_path, "GPU facts for the prompt (JSON object)");
     cmd->add_option("--strategy-text", options->strategy_text, "strategy text (as an island's meta-prompt)");
     cmd->add_option("--target", options->target, "the kind of kernel wanted (as a MAP-Elites target cell)");
-    cmd->add_option("--timeout", options->timeout_s, "seconds allowed for one HTTP exchange")->capture_default_str();
-    cmd->add_option("--connect-timeout", options->connect_timeout_s, "seconds allowed to connect")->capture_default_str();
+    cmd->add_option("--timeout", options->timeout_s, "seconds allowed for one HTTP exchange")
+        ->check(real_number(0, 86400, true))
+        ->capture_default_str();
+    cmd->add_option("--connect-timeout", options->connect_timeout_s, "seconds allowed to connect")
+        ->check(real_number(0, 3600, true))
+        ->capture_default_str();
     cmd->add_option("--retries", options->retries, "retries after a transient failure (429, 5xx, timeout, reset)")
+        ->check(whole_number(0, 100))
         ->capture_default_str();
     cmd->add_option("--retry-backoff", options->retry_backoff_s, "seconds before the first retry; doubles each time")
+        ->check(real_number(0, 3600))
         ->capture_default_str();
-    cmd->add_option("--seed", options->seed, "seed for the choice of model and the builtin proposer")->capture_default_str();
+    cmd->add_option("--seed", options->seed, "seed for the choice of model and the builtin proposer")
+        ->check(unsigned_number())
+        ->capture_default_str();
     cmd->add_option("--strategy", options->strategy, "direct: one call; plan: a planner picks techniques from the task's "
                                                      "optimisation menu, then a coder writes the kernel")
         ->check(CLI::IsMember({"direct", "plan"}))

@@ -33,15 +33,16 @@ struct ReportOptions
 int run_report(const ReportOptions& options)
 {
     auto started = std::chrono::steady_clock::now();
+    std::filesystem::path output = options.output;
+    if (output.empty())
+        output = std::filesystem::path(options.archive_path).replace_extension(".html");
+    output_file_target(output); // a FIFO or a device is refused before any work, never replaced
     Archive archive = Archive::open(options.archive_path, OpenMode::read_only);
     ReportData data;
     archive.atomically([&] { data = gather_report_data(archive); });
     std::string title = options.title.empty() ? default_report_title(data) : options.title;
     std::string html = render_report_html(data, title);
 
-    std::filesystem::path output = options.output;
-    if (output.empty())
-        output = std::filesystem::path(options.archive_path).replace_extension(".html");
     write_file_atomic(output, html);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -66,6 +67,11 @@ ReportData gather_report_data(const Archive& archive)
     if (data.best)
         inspect.lineage = data.best->id;
     data.inspect = build_inspect_report(archive, inspect);
+    // A page with holes would pass for a whole run: a damaged archive gets no report (inspect shows
+    // what is left of it).
+    if (data.inspect.contains("damaged"))
+        throw DamagedArchive(data.inspect["damaged"][0].get<std::string>() +
+                             "; no report written (`kforge inspect` shows what can still be read)");
 
     data.series = archive.fitness_series();
     data.calls = archive.llm_calls(std::numeric_limits<int64_t>::max(), CallText::omit);

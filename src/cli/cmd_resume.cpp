@@ -6,8 +6,9 @@
 // state, islands, strategy texts and run secret stored in the archive; only budgets, parallelism,
 // progress, the knowledge base and the models may change. A resume that would stop at once (its
 // budget used up) is refused with the flag that extends it. As for optimize, the GPU evaluator
-// starts before anything in the archive changes, so a resume on a machine without a GPU leaves the
-// archive as it was.
+// starts before anything in the archive changes (Archive::open_for_resume reads it through a
+// read-only connection; begin_writing() upgrades its schema only then), so a resume on a machine
+// without a GPU leaves the archive as it was, byte for byte.
 #include <fmt/format.h>
 
 #include "archive/run_task.hpp"
@@ -49,7 +50,9 @@ int run_resume(const ResumeOptions& options)
         return serve_gpus(*mpi, ""); // the services need neither the archive nor the task
     MpiController controller(std::move(mpi));
     std::string label = options.archive_path;
-    Archive archive = Archive::open(options.archive_path, OpenMode::write);
+    // Locked, read, and left as it is until the session has started (the GPU evaluator is up):
+    // a resume that cannot start must not upgrade or otherwise change the user's archive.
+    Archive archive = Archive::open_for_resume(options.archive_path);
     RunInfo run = archive.run_info();
     RunConfig config = RunConfig::from_json(run.config, label + ": run config");
     auto saved = archive.search_state(k_loop_state_key);
@@ -71,6 +74,7 @@ int run_resume(const ResumeOptions& options)
     log_info("kforge resume {}: task {}, {} candidates recorded, budget {}, proposer: {}", label, run.task_name,
              state.recorded_candidates, config.search.budgets.candidates, session.proposer_label());
     session.start_evaluator(config, stored_run_secret(archive), controller.world());
+    archive.begin_writing();
     run.config = config.to_json();
     record_environment(run, session.evaluator().environment());
     archive.update_run(run);

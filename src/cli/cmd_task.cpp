@@ -9,15 +9,16 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
-#include <regex>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/cmd_task_selftest.hpp"
 #include "core/task.hpp"
 #include "evaluator/compile/compile.hpp"
+#include "evaluator/compile/launch_args.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/paths.hpp"
@@ -33,6 +34,7 @@ struct TaskCheckOptions {
 
 struct CompileJob {
     std::string file;                  // e.g. "reference.cu", for the report
+    const Plan* plan = nullptr;        // the file's plan, checked against what it compiles to
     CompileRequest request;
     std::optional<Verdict> refused;    // the screen's verdict; then nothing is compiled
     CompileResult result;
@@ -62,6 +64,7 @@ void add_jobs(const Task& screen_task, const KernelFile& file, const std::string
     for (const auto& point : enumerate_param_points(file.plan, max_points)) {
         CompileJob job;
         job.file = name;
+        job.plan = &file.plan;
         job.request.source = file.source;
         job.request.arch = arch;
         job.request.params = point;
@@ -108,7 +111,7 @@ std::string indent(const std::string& text, const std::string& prefix)
 }
 
 // Prints one job's outcome; returns whether it compiled.
-bool report_job(const CompileJob& job)
+bool report_job(const Task& task, const CompileJob& job)
 {
     std::string where = job.request.params.empty() ? job.file
                                                    : fmt::format("{} [{}]", job.file, describe_param_point(job.request.params));
@@ -121,6 +124,10 @@ bool report_job(const CompileJob& job)
     if (!r.ok) {
         fmt::print("  {}: {}:\n{}", where, r.failure == VerdictKind::timeout ? "compile timed out" : "does not compile",
                    indent(r.message, "      "));
+        return false;
+    }
+    if (std::string mismatch = check_launch_arguments(task, *job.plan, r); !mismatch.empty()) {
+        fmt::print("  {}: its plan does not fit its kernels (plan_error):\n{}", where, indent(mismatch, "      "));
         return false;
     }
     std::string time = r.cache_hit ? "cached" : fmt::format("{:.2f} s", r.seconds);
@@ -144,10 +151,6 @@ bool report_job(const CompileJob& job)
 
 int run_task_check(const TaskCheckOptions& options)
 {
-    static const std::regex arch(R"(sm_\d{2,3}[af]?)");
-    if (!std::regex_match(options.arch, arch))
-        fail(ErrorKind::usage, "--arch: expected a real GPU architecture such as sm_90a, got '{}'", options.arch);
-
     Task task = load_task(options.task_path);
     fmt::print("{}: valid kforge.task/1 spec '{}' ({})\n", options.task_path, task.name, task.category);
     fmt::print("  args: {}, shapes: {} tests, {} bench, {} held out; reference {}; {} seed kernel(s)\n",
@@ -178,7 +181,7 @@ int run_task_check(const TaskCheckOptions& options)
 
     size_t failures = 0;
     for (const auto& job : jobs)
-        failures += report_job(job) ? 0 : 1;
+        failures += report_job(task, job) ? 0 : 1;
     if (failures == 0)
         fmt::print("all {} compile(s) succeeded\n", jobs.size());
     else
@@ -214,7 +217,7 @@ void add_task_command(CLI::App& app, CommandSlot& slot)
     auto options = std::make_shared<TaskCheckOptions>();
     auto* check = task->add_subcommand("check", "validate a task spec and compile the kernels it names");
     check->add_option("TASK", options->task_path, "task spec (JSON)")->required();
-    check->add_option("--arch", options->arch, "GPU architecture to compile for")->capture_default_str();
+    check->add_option("--arch", options->arch, "GPU architecture to compile for")->check(gpu_arch())->capture_default_str();
     check->callback([options, &slot] { slot = [options] { return run_task_check(*options); }; });
     add_task_import_command(*task, slot);
 }

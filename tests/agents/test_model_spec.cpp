@@ -74,3 +74,32 @@ TEST_CASE("a model mix picks models in proportion to their weights, reproducibly
     CHECK(single.pick_index(untouched) == 0);
     CHECK(untouched.save() == before); // one model draws no random number
 }
+
+TEST_CASE("only http(s)://host[:port][/path] is a base URL; anything after '@' that is not one is refused",
+          "[agents][hostile]")
+{
+    auto usage_error = [](const std::string& text) {
+        try {
+            parse_model_spec(text);
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::usage);
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK_THAT(usage_error("openai:x@notaurl"), Catch::Contains("'notaurl' after '@' is not a base URL"));
+    CHECK_THAT(usage_error("openai:x@ftp://host/v1"), Catch::Contains("starts with http:// or https://"));
+    CHECK_THAT(usage_error("openai:x@http://"), Catch::Contains("no host"));
+    CHECK_THAT(usage_error("openai:x@http://host:0/v1"), Catch::Contains("'0' is not a port"));
+    CHECK_THAT(usage_error("openai:x@http://host:99999"), Catch::Contains("'99999' is not a port"));
+    CHECK_THAT(usage_error("openai:x@http://ho st/v1"), Catch::Contains("is not a host name"));
+    CHECK_THAT(usage_error("openai:x@http://host/v1?key=1"), Catch::Contains("no spaces, query, fragment"));
+    CHECK_THAT(usage_error("anthropic:x@https://[::1"), Catch::Contains("closed with ']'"));
+    CHECK_FALSE(usage_error("openai:x@http://user:pw@host/v1").empty());
+    CHECK(check_base_url("http://user:pw@host/v1") == "a base URL takes no user name or password (the key comes from "
+                                                      "the environment)");
+    CHECK(check_base_url("https://api.example.com") == "");
+    CHECK(check_base_url("http://10.0.0.2:8000/v1") == "");
+    CHECK(check_base_url("HTTPS://[fe80::1]:443/openai/v1") == "");
+    CHECK(parse_model_spec("openai:x@https://[::1]:8000/v1").base_url == "https://[::1]:8000/v1");
+}

@@ -245,6 +245,21 @@ TEST_CASE("a plan with comments or trailing commas is fixed locally and says so;
     CHECK(technique_slug("!!") == "");
 }
 
+TEST_CASE("a planner's reply with a number past a double or JSON nested past the limit is a problem, not a throw",
+          "[agents][plan][hostile]")
+{
+    // nlohmann's own parser throws out_of_range for 1e400; the bounded reader names it instead.
+    PlanReading huge = read_plan_reply(R"({"techniques": ["cache-hints"], "steps": ["a"], "expected_speedup": 1e400})",
+                                       rowwise());
+    CHECK_FALSE(huge.plan);
+    CHECK_THAT(huge.problem, Catch::StartsWith("the JSON does not parse: at expected_speedup"));
+    std::string deep = R"({"techniques": ["cache-hints"], "steps": ["a"], "why": )" + std::string(100000, '[') +
+                       std::string(100000, ']') + "}";
+    PlanReading nested = read_plan_reply(deep, rowwise());
+    CHECK_FALSE(nested.plan);
+    CHECK_THAT(nested.problem, Catch::Contains("the JSON does not parse"));
+}
+
 TEST_CASE("the planner is asked once more when its plan cannot be read, and a plan read neither time fails",
           "[agents][plan]")
 {

@@ -100,7 +100,7 @@ TEST_CASE("a 2 MB reply is parsed, and a code block past the size cap is refused
     std::string huge = k_reply_kernel + "\n" + std::string(k_max_source_bytes, ' ');
     parsed = parse_whole("```cuda\n" + huge + "\n```\n");
     CHECK_FALSE(parsed.source);
-    CHECK_THAT(parsed.problem, Catch::Contains("at most 524288 bytes"));
+    CHECK_THAT(parsed.problem, Catch::Contains(fmt::format("at most {} bytes", k_max_source_bytes)));
 }
 
 TEST_CASE("notes are one clean line of at most 200 characters", "[agents]")

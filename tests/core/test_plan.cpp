@@ -183,3 +183,39 @@ void second(float* y) {}
     CHECK(normalized_source_hash("int  a; // x\n") == normalized_source_hash("int a;\n/* y */"));
     CHECK(normalized_source_hash("int a;") != normalized_source_hash("int b;"));
 }
+
+TEST_CASE("a huge param product is never built: only the first points up to the cap exist", "[core][plan][hostile]")
+{
+    // 8 params of 8 values: 16.7 million points, which reached 6 GB when built whole.
+    Json params = Json::object();
+    for (int i = 0; i < 8; ++i)
+        params["P" + std::to_string(i)] = {1, 2, 3, 4, 5, 6, 7, 8};
+    Json json = {{"params", params}, {"launches", {{{"kernel", "k"}, {"grid", {1}}, {"block", {1}}, {"args", Json::array()}}}}};
+    Plan plan = parse_plan(json, "plan");
+    CHECK(count_param_points(plan) == 16777216);
+    auto points = enumerate_param_points(plan, 64);
+    REQUIRE(points.size() == 64);
+    CHECK(points[0].at("P7") == 1);
+    CHECK(points[1].at("P7") == 2);  // the last param turns fastest
+    CHECK(points[8].at("P6") == 2);
+    CHECK(points[63].at("P6") == 8);
+    CHECK(points[63].at("P0") == 1);
+    CHECK(enumerate_param_points(plan, 0).empty());
+}
+
+TEST_CASE("plans with too many launches or arguments, or nested too deep, are plan errors", "[core][plan][hostile]")
+{
+    Json launch = {{"kernel", "k"}, {"grid", {1}}, {"block", {1}}, {"args", Json::array()}};
+    Json many = {{"launches", Json::array()}};
+    for (int i = 0; i < 65; ++i)
+        many["launches"].push_back(launch);
+    CHECK_THROWS_WITH(parse_plan(many, "plan"), Catch::Contains("at most 64 launches, found 65"));
+    Json args = launch;
+    for (int i = 0; i < 129; ++i)
+        args["args"].push_back("M");
+    CHECK_THROWS_WITH(parse_plan(Json{{"launches", {args}}}, "plan"), Catch::Contains("at most 128 arguments, found 129"));
+    std::string deep = "/* kforge:plan\n{\"launches\": " + std::string(100000, '[') + std::string(100000, ']') + "}\n*/\n";
+    CHECK_THROWS_WITH(extract_plan_json(deep), Catch::Contains("not valid JSON") && Catch::Contains("nested more than"));
+    std::string huge = "/* kforge:plan\n{\"launches\": [{\"kernel\": \"k\", \"grid\": [1e999]}]}\n*/\n";
+    CHECK_THROWS_WITH(extract_plan_json(huge), Catch::Contains("launches[0].grid[0]") && Catch::Contains("1e999"));
+}

@@ -172,3 +172,31 @@ TEST_CASE("kforge task check fails when a kernel does not compile, at every para
     CHECK(result.out.find("1 of 3 compile(s) failed") != std::string::npos);
     CHECK(result.out.find("GPU self-tests not run") != std::string::npos);
 }
+
+TEST_CASE("a cancelled pool ends the compile in progress and those waiting, and serves no more",
+          "[evaluator][pool][hostile]")
+{
+    // One worker busy with a compile that takes minutes, one call waiting for it: an interrupted
+    // session must not wait for either.
+    CompilePoolConfig config = pool_config(1);
+    config.deadline = std::chrono::minutes(10);
+    CompilePool pool(config);
+    CompileRequest endless;
+    endless.source = k_endless_source;
+    endless.kernels = {"k"};
+    CompileResult busy, waiting;
+    std::thread first([&] { busy = pool.compile(endless); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::thread second([&] { waiting = pool.compile(simple_request(7)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    pool.cancel();
+    first.join();
+    second.join();
+    for (const CompileResult* result : {&busy, &waiting}) {
+        INFO(result->message);
+        CHECK_FALSE(result->ok);
+        CHECK(result->failure == VerdictKind::compile_error);
+        CHECK(result->message == "not compiled: kforge is stopping");
+    }
+    CHECK(pool.compile(simple_request(8)).message == "not compiled: kforge is stopping");
+}

@@ -97,3 +97,30 @@ TEST_CASE("malformed expressions are rejected at parse time with a column", "[ut
     CHECK_THAT(parse_error(""), Catch::Contains("empty expression"));
     CHECK_THAT(parse_error("99999999999999999999"), Catch::Contains("does not fit in 64 bits"));
 }
+
+TEST_CASE("an expression nested past the depth limit is an error, not a crash", "[util][expr][hostile]")
+{
+    // 2000 parentheses fit the length limit; 100,000 crashed the controller's parser before.
+    std::string deep = std::string(2000, '(') + "1" + std::string(2000, ')');
+    CHECK_THAT(error_of(deep), Catch::Contains("nested more than 200 levels deep"));
+    CHECK_THAT(error_of(std::string(4000, '!') + "M"), Catch::Contains("nested more than 200 levels deep"));
+    CHECK_THAT(error_of(std::string(4000, '-') + "1"), Catch::Contains("nested more than 200 levels deep"));
+    std::string calls;
+    for (int i = 0; i < 300; ++i)
+        calls += "min(1,";
+    calls += "1" + std::string(300, ')');
+    CHECK_THAT(error_of(calls), Catch::Contains("nested more than 200 levels deep"));
+    // Just inside the limit still works.
+    CHECK(eval(std::string(150, '(') + "7" + std::string(150, ')')) == 7);
+    CHECK(eval(std::string(150, '-') + "7") == 7);
+}
+
+TEST_CASE("an expression longer than the limit is refused and quoted only in part", "[util][expr][hostile]")
+{
+    std::string flat = "1";
+    for (int i = 0; i < 100000; ++i)
+        flat += "+1";
+    std::string message = error_of(flat);
+    CHECK_THAT(message, Catch::Contains("at most 4096 are allowed") && Catch::Contains("(200001 characters)"));
+    CHECK(message.size() < 400);
+}

@@ -182,3 +182,78 @@ TEST_CASE("the lexer keeps line numbers across splices, raw strings and digit se
     CHECK(lexed.code.find("line") == std::string::npos); // raw string contents are blanked in code
     CHECK(lexed.text.find("line") != std::string::npos);
 }
+
+TEST_CASE("a macro that doubles itself forty times is refused before NVRTC runs", "[evaluator][screen][hostile]")
+{
+    std::string doubling = "#define A0 x x\n";
+    for (int i = 1; i < 40; ++i)
+        doubling += "#define A" + std::to_string(i) + " A" + std::to_string(i - 1) + " A" + std::to_string(i - 1) + "\n";
+    require_refused(doubling + "int A39;\n" + k_screen_kernel, "its macros expand to more than 4194304 tokens");
+    // The same through a function-like macro whose argument is used twice, nested in the arguments.
+    std::string nested = "#define D(v) v v\n";
+    std::string call = "y";
+    for (int i = 0; i < 40; ++i)
+        call = "D(" + call + ")";
+    require_refused(nested + "int " + call + ";\n" + k_screen_kernel, "its macros expand to more than");
+    // And across lines, as the preprocessor joins a call's arguments.
+    std::string split_call = "y";
+    for (int i = 0; i < 40; ++i)
+        split_call = "D(\n" + split_call + "\n)";
+    require_refused(nested + "int " + split_call + ";\n" + k_screen_kernel, "its macros expand to more than");
+    // Defining the bomb without using it costs nothing.
+    require_accepted(doubling + k_screen_kernel);
+}
+
+TEST_CASE("ordinary macros, recursion stopped by hide sets and variadic macros pass the bound",
+          "[evaluator][screen][hostile]")
+{
+    require_accepted("#define BLOCK 256\n#define IDX(r, c) ((r) * N + (c))\n#define SELF SELF + 1\n"
+                     "#define LOG(fmt, ...) printf(fmt, __VA_ARGS__)\n#define STR(a) #a\n#define CAT(a, b) a##b\n"
+                     "__device__ int f(int N) { int SELF = 0; return IDX(1, 2) + BLOCK + CAT(SE, LF); }\n" +
+                     k_screen_kernel);
+    // 1000 uses of a macro that expands to 1000 tokens: a million, within the bound.
+    std::string wide = "#define W " + std::string(1000 * 2, ' ');
+    for (int i = 0; i < 1000; ++i)
+        wide[10 + 2 * i] = 'w';
+    std::string uses;
+    for (int i = 0; i < 1000; ++i)
+        uses += "W\n";
+    require_accepted(wide + "\n#if 0\n" + uses + "#endif\n" + k_screen_kernel);
+}
+
+TEST_CASE("macro calls nested past the limit in arguments are refused, not recursed into",
+          "[evaluator][screen][hostile]")
+{
+    std::string call = "y";
+    for (int i = 0; i < 5000; ++i)
+        call = "I(" + call + ")";
+    require_refused("#define I(v) v\nint " + call + ";\n" + k_screen_kernel, "nested more than 200 deep");
+}
+
+TEST_CASE("a forbid pattern that backtracks for ever elsewhere screens a large source at once",
+          "[evaluator][screen][hostile]")
+{
+    Task task = softmax_task();
+    task.forbid.push_back({"((((.*)*)*)*)*QQQ", "never present"});
+    std::string source = k_screen_kernel + "// " + std::string(300000, 'a') + "\n" +
+                         "__device__ int filler() { return " + std::string(200000, '1') + "; }\n";
+    auto verdict = screen_source(task, source, {"softmax"});
+    CHECK_FALSE(verdict);
+    task.forbid.back().regex = "fill(er)+";
+    verdict = screen_source(task, source, {"softmax"});
+    REQUIRE(verdict);
+    CHECK_THAT(verdict->message, Catch::Contains("`filler` is not allowed in this task: never present"));
+}
+
+TEST_CASE("a megabyte line of comment openers and splices screens without recursion", "[evaluator][screen][hostile]")
+{
+    // std::regex recursed once per character on such lines (a stack overflow in the controller).
+    std::string line(900000, ' ');
+    for (size_t i = 0; i + 2 < line.size(); i += 3)
+        line.replace(i, 2, "/*");
+    require_accepted(k_screen_kernel + "// " + line + "\n");
+    std::string spliced;
+    for (int i = 0; i < 200000; ++i)
+        spliced += "a\\\n";
+    require_accepted(k_screen_kernel + "int " + spliced + "b;\n");
+}
