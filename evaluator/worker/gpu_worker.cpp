@@ -2,7 +2,6 @@
 // fds 3/4 (worker_protocol.hpp) until the controller closes the pipe, and exits after any reply that
 // says its context is unusable, so the controller can start a clean one.
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <memory>
 
@@ -17,6 +16,7 @@
 #include "evaluator/worker/gpu_runner.hpp"
 #include "evaluator/worker/vendor_baseline.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
+#include "util/interrupt.hpp"
 #include "util/subprocess.hpp"
 
 namespace kforge {
@@ -305,7 +305,7 @@ int run_gpu_worker()
     if (simulated_gpus_requested())
         return run_simulated_gpu_worker();
     ParentChannel channel = ParentChannel::adopt();
-    std::signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group; the controller decides
+    leave_interrupts_to_controller();
     WorkerState state;
     while (auto frame = channel.receive()) {
         Json reply;
