@@ -490,7 +490,7 @@ bool SlurmCluster::wait_until_ended(long id, int seconds) const
     return false;
 }
 
-int SlurmCluster::task_process(long job_id, int procid, const std::string& word) const
+int SlurmCluster::task_process(long job_id, const std::string& entry, const std::string& word) const
 {
     std::string binary = kforge_binary().filename().string();
     std::string mark_entry = m_impl->mark();
@@ -500,8 +500,8 @@ int SlurmCluster::task_process(long job_id, int procid, const std::string& word)
             std::find(args.begin(), args.end(), word) == args.end())
             continue;
         auto entries = process_words(pid, "environ");
-        auto has = [&](const std::string& entry) { return std::find(entries.begin(), entries.end(), entry) != entries.end(); };
-        if (has(mark_entry) && has(fmt::format("SLURM_JOB_ID={}", job_id)) && has(fmt::format("SLURM_PROCID={}", procid)))
+        auto has = [&](const std::string& wanted) { return std::find(entries.begin(), entries.end(), wanted) != entries.end(); };
+        if (has(mark_entry) && has(fmt::format("SLURM_JOB_ID={}", job_id)) && has(entry))
             return pid;
     }
     return -1;

@@ -35,7 +35,7 @@ std::string slurm_unavailable_reason();
 struct SlurmClusterOptions {
     int gpus = 3;        // gres gpu:N on the node
     int cpus = 16;       // CPUs the node offers (more than the machine has: tasks here mostly wait)
-    int kill_wait_s = 30; // KillWait: SIGTERM to SIGKILL when a job ends early (time limit, scancel)
+    int kill_wait_s = 5;  // KillWait: SIGTERM to SIGKILL when a job ends early (time limit, scancel)
 };
 
 // One job as `scontrol show job` describes it (array tasks are jobs of their own).
@@ -81,9 +81,11 @@ public:
     // false on timeout.
     bool wait_until_ended(long id, int seconds) const;
 
-    // The pid of the process of task `procid` of job `job_id` whose command line holds `word`
-    // (e.g. "optimize": the kforge rank itself, not its workers); -1 when there is none.
-    int task_process(long job_id, int procid, const std::string& word) const;
+    // The pid of a kforge process of job `job_id` whose environment holds `entry` (e.g.
+    // "SLURM_PROCID=2": task 2 of an srun step; "OMPI_COMM_WORLD_RANK=2": rank 2 under mpirun) and
+    // whose command line holds `word` (e.g. "optimize": the rank itself, not its workers); -1 when
+    // there is none.
+    int task_process(long job_id, const std::string& entry, const std::string& word) const;
 
     // The tails of the daemons' logs, for a failed test's message.
     std::string log_tails() const;
