@@ -23,14 +23,15 @@ long long monotonic_ns()
     return static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec;
 }
 
-// A SIGTERM within the window after the first SIGTERM: SLURM telling one request twice.
+// A SIGTERM or SIGINT within the window after the first SIGTERM: one request told twice.
 bool repeated_term(int signal)
 {
-    if (signal != SIGTERM)
-        return false;
     long long now = monotonic_ns();
     long long expected = 0;
-    if (g_first_term_ns.compare_exchange_strong(expected, now))
+    if (signal == SIGTERM && g_first_term_ns.compare_exchange_strong(expected, now))
+        return false;
+    expected = g_first_term_ns.load();
+    if (expected == 0)
         return false;
     auto window_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(k_duplicate_term_window).count();
     return now - expected < window_ns;

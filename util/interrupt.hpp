@@ -4,10 +4,11 @@
 // candidates, keep the archive consistent); a second one means "now": the handler exits at once
 // with status 130. SQLite's WAL keeps the archive consistent even then.
 //
-// A SIGTERM that follows the first SIGTERM within k_duplicate_term_window is the same request told
-// twice, not a second one: SLURM ends a job step (time limit, scancel) by having slurmstepd send
-// SIGTERM to every task while srun forwards its own SIGTERM to them, so a task gets two within
-// milliseconds, and only the SIGKILL after KillWait means "now".
+// A SIGTERM or SIGINT that follows the first SIGTERM within k_duplicate_term_window is the same
+// request told twice, not a second one: SLURM ends a job step (time limit, scancel) by having
+// slurmstepd send SIGTERM to every process of the step while srun forwards its own SIGTERM to the
+// tasks, and a parent kforge (`suite run`) passes the stop on to its children as SIGINT, so one
+// process gets two within milliseconds; only the SIGKILL after KillWait means "now".
 #pragma once
 
 #include <chrono>
