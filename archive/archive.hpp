@@ -111,6 +111,19 @@ public:
     void for_each_candidate(const std::function<void(const Candidate&)>& visit) const;
     // Measurements of one candidate, in the order they were stored.
     std::vector<Measurement> measurements(int64_t candidate_id) const;
+    // Correct candidates timed below the roofline floor (metrics "suspicious"), accepted or not, in
+    // full, oldest first. The search stores their would-be fitness in metrics "suspicious_fitness"
+    // and none in the fitness column until a user accepts one.
+    std::vector<Candidate> flagged_candidates() const;
+    int64_t flagged_count() const;
+    // A user's acceptance of flagged candidate `id` after re-measuring it (`kforge eval RUN
+    // --candidate ID --held-out --accept`): its fitness becomes `fitness`, its metrics gain
+    // "accepted" = `evidence`, and `measurements` (the re-measurement) are added to its own, in one
+    // transaction. From then on it ranks like any correct candidate (best_candidate, top_candidates)
+    // and a resumed search places it. Throws Error(bad_input) naming the archive when `id` is not a
+    // flagged candidate, or is one accepted already.
+    void accept_flagged_candidate(int64_t id, double fitness, const Json& evidence,
+                                  const std::vector<Measurement>& measurements);
     // Baseline timings of the run (reference, vendor libraries), stored without a candidate.
     void insert_baselines(const std::vector<Measurement>& baselines);
     // The latest baseline per (shape set, shape label, subject), in the order first stored.

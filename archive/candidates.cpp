@@ -9,6 +9,7 @@
 #include "archive/archive.hpp"
 #include "archive/sqlite.hpp"
 #include "archive/store_detail.hpp"
+#include "util/error.hpp"
 
 namespace kforge {
 namespace {
@@ -201,6 +202,51 @@ std::vector<Measurement> Archive::measurements(int64_t candidate_id) const
     while (query.step())
         result.push_back(read_measurement(query, 0));
     return result;
+}
+
+std::vector<Candidate> Archive::flagged_candidates() const
+{
+    Statement query(*m_db, fmt::format("SELECT {} FROM candidate WHERE verdict = 'correct' AND "
+                                       "json_extract(metrics, '$.suspicious') = 1 ORDER BY id",
+                                       k_candidate_columns));
+    std::vector<Candidate> result;
+    while (query.step())
+        result.push_back(read_full_candidate(*m_db, *this, query));
+    return result;
+}
+
+int64_t Archive::flagged_count() const
+{
+    Statement query(*m_db, "SELECT count(*) FROM candidate WHERE verdict = 'correct' AND "
+                           "json_extract(metrics, '$.suspicious') = 1");
+    query.step();
+    return query.column_int(0);
+}
+
+void Archive::accept_flagged_candidate(int64_t id, double fitness, const Json& evidence,
+                                       const std::vector<Measurement>& measurements)
+{
+    require_writer("accept a flagged candidate");
+    Transaction transaction(*m_db);
+    std::optional<Candidate> stored = candidate(id);
+    if (!stored)
+        fail_input("{}: no candidate {} (the archive holds {})", m_path.string(), id, candidate_count());
+    const Evaluation& e = stored->evaluation;
+    if (!e.verdict.is_correct() || !e.metrics.value("suspicious", false))
+        fail_input("{}: candidate {} is not flagged as faster than the roofline floor; only flagged candidates "
+                   "are accepted",
+                   m_path.string(), id);
+    if (e.metrics.contains("accepted"))
+        fail_input("{}: candidate {} was accepted already", m_path.string(), id);
+    Json metrics = e.metrics;
+    metrics["accepted"] = evidence;
+    Statement update(*m_db, "UPDATE candidate SET fitness = ?, metrics = ? WHERE id = ?");
+    update.bind_real(fitness).bind_json(metrics).bind_int(id);
+    update.run();
+    double now = now_seconds();
+    for (const auto& m : measurements)
+        insert_measurement(*m_db, id, m, now);
+    transaction.commit();
 }
 
 void Archive::insert_baselines(const std::vector<Measurement>& baselines)

@@ -40,18 +40,26 @@ Json run_throughput(const BenchOptions& options, const std::string& task, int ca
 Json run_tasks(const BenchOptions& options, const std::vector<std::string>& tasks, const std::string& time_limit,
                const std::string& archive_dir);
 
-// `scale`: candidates per minute of `kforge optimize` with 1, 2, 4, 8 GPUs (those present), for
-// the builtin proposer and the replay provider, in one process and, with mpirun, one rank per GPU;
-// each GPU's busy share and the speedup over one GPU.
+// `scale`: `kforge optimize` with 1, 2, 4, 8 GPUs (those present), in one process and, with
+// mpirun, one rank per GPU, each row with a fresh CUBIN cache: a fixed-work table (the same
+// recorded candidates on every row: search wall time, each GPU's busy share, the speedup over one
+// GPU) and a table of the builtin proposer with a fixed budget (bench/scale.cpp).
 struct ScaleSettings {
     std::string task = "softmax_f32";
     std::vector<int> gpu_counts = {1, 2, 4, 8};
-    std::string time = "2m";       // wall time of each builtin run
-    std::string replay;            // recorded replies for the replay runs
+    int candidates = 16;           // recorded replies each fixed-work row evaluates
+    int budget = 40;               // candidates of each builtin row
+    std::string replay;            // recorded replies for the fixed-work rows
     std::string mpirun;            // "" leaves the MPI rows out
     std::string archive_dir = "bench-archives/scale";
+    double deadline_s = 0;         // > 0: rows that would end later than this many seconds after the
+                                   // first began are left out (marked "skipped"); 0: no limit
 };
-ScaleSettings default_scale_settings(); // mpirun from the PATH, the bundled softmax replies
+// mpirun from the PATH, tests/fixtures/replay/softmax_f32_scale.jsonl (scripts/make-replay-scale.py).
+ScaleSettings default_scale_settings();
+// Runs the rows (the fixed-work table, then the builtin one) and returns {"device", ..., "rows"};
+// the same object, with the rows done so far, is rewritten to <archive_dir>/scale.json after each
+// row, so a run cut short still leaves what it measured.
 Json run_scale(const BenchOptions& options, const ScaleSettings& settings);
 
 // PyTorch eager and torch.compile at `task`'s bench shapes (bench/torch_baselines.py, torch.cpp):

@@ -107,7 +107,8 @@ int main(int argc, char** argv)
 
     std::vector<std::string> suite = {"axpy_f32",      "softmax_f32", "layernorm_f32", "rmsnorm_bf16",
                                       "reduce_sum_f32", "transpose_f32", "sgemm_f32",   "hgemm_bf16",
-                                      "spmv_csr_f32",  "jacobi2d_f32", "histogram_u8", "scan_u32"};
+                                      "spmv_csr_f32",  "jacobi2d_f32", "histogram_u8", "scan_u32",
+                                      "gelu_bf16"};
     std::string task_time = "5m";
     std::string archive_dir = "bench-archives";
     auto* tasks = app.add_subcommand("tasks", "each task optimised by the builtin proposer: reference, vendor and best times");
@@ -118,11 +119,18 @@ int main(int argc, char** argv)
     ScaleSettings scale_settings = default_scale_settings();
     auto add_scale_options = [&](CLI::App* cmd) {
         cmd->add_option("--gpu-counts", scale_settings.gpu_counts, "GPU counts to measure (those present)")->capture_default_str();
-        cmd->add_option("--scale-time", scale_settings.time, "wall time of each builtin run")->capture_default_str();
-        cmd->add_option("--replay", scale_settings.replay, "recorded replies for the replay runs")->capture_default_str();
+        cmd->add_option("--scale-candidates", scale_settings.candidates,
+                        "recorded candidates each fixed-work row evaluates")->capture_default_str();
+        cmd->add_option("--scale-budget", scale_settings.budget, "candidates of each builtin row")->capture_default_str();
+        cmd->add_option("--replay", scale_settings.replay, "recorded replies for the fixed-work rows")->capture_default_str();
         cmd->add_option("--mpirun", scale_settings.mpirun, "mpirun for the one-rank-per-GPU rows (\"\": none)")->capture_default_str();
+        cmd->add_option("--scale-deadline", scale_settings.deadline_s,
+                        "seconds: rows expected to end later are left out (0: no limit)")
+            ->check(CLI::NonNegativeNumber)
+            ->capture_default_str();
     };
-    auto* scale = app.add_subcommand("scale", "candidates per minute against the number of GPUs, in one process and under mpirun");
+    auto* scale = app.add_subcommand("scale", "fixed work and a builtin budget against the number of GPUs, in one process "
+                                              "and under mpirun");
     add_scale_options(scale);
     scale->add_option("--archives", scale_settings.archive_dir, "folder for the runs' archives and logs")->capture_default_str();
 

@@ -150,11 +150,11 @@ Json bench_task(const BenchOptions& options, const std::string& name, const std:
         if (const Shape* shape = find_shape(task, label); shape && peaks.measured_dram_bytes_per_s > 0) {
             RooflinePoint point = roofline_at(task, *shape, peaks);
             double memory_ns = point.bytes / peaks.measured_dram_bytes_per_s * 1e9;
-            row["roofline_ns"] = point.measured_floor_ns;
-            row["bound"] = memory_ns >= point.measured_floor_ns * 0.999 ? "memory" : "compute";
-            row["percent_of_roofline"] = 100.0 * point.measured_floor_ns / best_ns;
+            row["roofline_ns"] = point.measured_roofline_ns;
+            row["bound"] = memory_ns >= point.measured_roofline_ns * 0.999 ? "memory" : "compute";
+            row["percent_of_roofline"] = 100.0 * point.measured_roofline_ns / best_ns;
             if (vendor_ns > 0)
-                row["vendor_percent_of_roofline"] = 100.0 * point.measured_floor_ns / vendor_ns;
+                row["vendor_percent_of_roofline"] = 100.0 * point.measured_roofline_ns / vendor_ns;
         }
         result["rows"].push_back(row);
     }

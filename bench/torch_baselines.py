@@ -137,6 +137,10 @@ def make_case(torch, spec, sizes):
         y = torch.randn(n, device=dev)
         return Case({"x": x, "y": y}, lambda x, y: torch.add(y, x, alpha=a),
                     lambda x, y: y.double() + a * x.double(), "z", "torch.add(y, x, alpha=a), out of place", scope=s)
+    if name == "gelu_bf16":
+        x = (torch.randn(s["n"], device=dev) * 3).to(bf16)
+        return Case({"x": x}, lambda x: F.gelu(x), lambda x: F.gelu(x.double()), "y",
+                    "torch.nn.functional.gelu (exact erf form), bf16 in and out", scope=s)
     if name == "sgemm_f32":
         A = torch.rand(s["M"], s["K"], device=dev) * 2 - 1
         B = torch.rand(s["K"], s["N"], device=dev) * 2 - 1

@@ -39,8 +39,10 @@ struct EvalOptions {
     // The source is built from the task's own reference (self-tests): the task's forbidden
     // patterns bind candidates, not the task's code.
     bool task_code = false;
-    // Run on this GPU while it serves (a confirmation goes where its screen ran, so that one
-    // candidate's numbers come from one GPU); any GPU when it is unset or the GPU has gone.
+    // The GPU this job prefers (a confirmation prefers the one its screen ran on): it takes the job
+    // when idle; while it is busy, any idle GPU of the same model does (GPUs of one model stand in
+    // for each other, and the job is measured whole where it runs); a GPU of another model only when
+    // none of this model serves. Any GPU when unset.
     std::optional<GpuIdentity> gpu;
 };
 

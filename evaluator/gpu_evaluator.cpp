@@ -8,9 +8,14 @@
 // takes the next compiled candidate and evaluates it whole (gpu_slot.hpp). While the GPUs work, the
 // next candidates compile, so no GPU waits on the compiler when work is queued.
 //
-// Scheduling. A job may name the GPU it should run on (EvalOptions::gpu: a confirmation goes where
-// its screen ran); other GPUs pass it over while that GPU serves. Among idle GPUs that may take a
-// job, the one idle longest takes it, which spreads work evenly. A GPU whose line is lost (its MPI
+// Scheduling. A job may name the GPU it prefers (EvalOptions::gpu: a confirmation prefers the GPU
+// its screen ran on): that GPU takes it when idle; when it is busy, any idle GPU of the same model
+// does, since the job is measured whole where it runs (a confirmation times the reference
+// interleaved with the candidate) and GPUs of one model stand in for each other (the memo relies on
+// it too). A GPU of another model never takes it. Waiting for the preferred GPU cost whole seconds
+// of the other GPUs' time on a real two-GPU machine: the search records in order, so the job the
+// head of the line waits for held back everything behind it. Among idle GPUs that may take a job,
+// the preferred one first, then the one idle longest, which spreads work evenly. A GPU whose line is lost (its MPI
 // rank died, its worker cannot be started) puts its job back at the head of the queue and leaves
 // the session; the others carry on. With no GPU left, collect() throws: the run stops, resumable.
 // Waiting jobs are taken lowest ticket first (callers number jobs in the order they need them: the
@@ -36,6 +41,7 @@
 #include "evaluator/gpu_remote.hpp"
 #include "evaluator/gpu_slot.hpp"
 #include "evaluator/measurement_memo.hpp"
+#include "evaluator/sweep_board.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -86,6 +92,9 @@ private:
     bool may_take(size_t index, const PreparedJob& job) const;
     void run_job(size_t index, PreparedJob& prepared);
     void serve_earlier_jobs(size_t index, uint64_t ticket);
+    void offer_sweep(const std::shared_ptr<SweepBoard>& board);
+    std::shared_ptr<SweepBoard> sweep_to_help(size_t index);
+    void help_sweep(size_t index, SweepBoard& board);
     void prepare_loop();
     void finish(uint64_t ticket, Evaluation evaluation);
     void stop_threads();
@@ -104,6 +113,7 @@ private:
     std::condition_variable m_done_ready;
     std::deque<EvalJob> m_incoming;
     std::deque<PreparedJob> m_compiled;
+    std::vector<std::shared_ptr<SweepBoard>> m_sweeps; // sweeps running, that idle GPUs may help with
     std::vector<EvalResult> m_done;
     size_t m_pending = 0;
     bool m_stopping = false;
@@ -335,17 +345,18 @@ void GpuEvaluator::finish(uint64_t ticket, Evaluation evaluation)
     m_done_ready.notify_all();
 }
 
-// May `job` run on slot `index` at all? Not when it asks for another GPU that still serves.
+// May `job` run on slot `index` at all? Not on a GPU of another model than the one it prefers, while
+// a GPU of that model serves.
 bool GpuEvaluator::may_run_on(size_t index, const PreparedJob& job) const
 {
     const SlotEntry& entry = m_slots[index];
     if (entry.state != SlotState::ready)
         return false;
     const auto& wanted = job.job.options.gpu;
-    if (!wanted || entry.slot->identity() == *wanted)
+    if (!wanted || entry.slot->identity().name == wanted->name)
         return true;
     return std::none_of(m_slots.begin(), m_slots.end(), [&](const SlotEntry& other) {
-        return other.state == SlotState::ready && other.slot->identity() == *wanted;
+        return other.state == SlotState::ready && other.slot->identity().name == wanted->name;
     });
 }
 
@@ -354,12 +365,20 @@ bool GpuEvaluator::idle_and_allowed(size_t index, const PreparedJob& job) const
     return !m_slots[index].busy && may_run_on(index, job);
 }
 
-// May idle slot `index` take `job` now? Not when another idle GPU that may take it has waited
-// longer.
+// May idle slot `index` take `job` now? Not when the GPU the job prefers is idle and is another, nor
+// when another idle GPU that may take it has waited longer.
 bool GpuEvaluator::may_take(size_t index, const PreparedJob& job) const
 {
     if (!idle_and_allowed(index, job))
         return false;
+    if (const auto& wanted = job.job.options.gpu) {
+        bool preferred = m_slots[index].slot->identity() == *wanted;
+        for (size_t i = 0; i < m_slots.size(); ++i)
+            if (i != index && idle_and_allowed(i, job) && m_slots[i].slot->identity() == *wanted)
+                return false;
+        if (preferred)
+            return true;
+    }
     for (size_t i = 0; i < m_slots.size(); ++i)
         if (i != index && idle_and_allowed(i, job) && m_slots[i].idle_since < m_slots[index].idle_since)
             return false;
@@ -383,7 +402,8 @@ void GpuEvaluator::run_job(size_t index, PreparedJob& prepared)
     GpuSlot& slot = *m_slots[index].slot;
     Evaluation evaluation;
     try {
-        evaluation = slot.evaluate(prepared, [&] { serve_earlier_jobs(index, prepared.job.ticket); });
+        evaluation = slot.evaluate(prepared, [&] { serve_earlier_jobs(index, prepared.job.ticket); },
+                                   [&](const std::shared_ptr<SweepBoard>& board) { offer_sweep(board); });
     } catch (const GpuLostError&) {
         {
             std::lock_guard lock(m_mutex);
@@ -429,6 +449,51 @@ void GpuEvaluator::serve_earlier_jobs(size_t index, uint64_t ticket)
         }
         run_job(index, earlier);
     }
+}
+
+// A sweep that has started: idle GPUs of its model may take its variants (sweep_board.hpp).
+void GpuEvaluator::offer_sweep(const std::shared_ptr<SweepBoard>& board)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_sweeps.push_back(board);
+    }
+    m_work_ready.notify_all();
+}
+
+// The sweep idle slot `index` may help with: the lowest ticket among those of its GPU model with a
+// variant nobody has claimed. Called with m_mutex held; forgets sweeps with nothing left to claim.
+std::shared_ptr<SweepBoard> GpuEvaluator::sweep_to_help(size_t index)
+{
+    std::erase_if(m_sweeps, [](const std::shared_ptr<SweepBoard>& b) { return !b->has_unclaimed(); });
+    if (m_slots[index].state != SlotState::ready)
+        return nullptr;
+    std::shared_ptr<SweepBoard> pick;
+    for (const auto& board : m_sweeps)
+        if (board->model() == m_slots[index].slot->identity().name && (!pick || board->ticket() < pick->ticket()))
+            pick = board;
+    return pick;
+}
+
+// Runs one variant of another GPU's sweep on slot `index`. A lost GPU gives the variant back and
+// throws GpuLostError on; any other failure is the variant's verdict.
+void GpuEvaluator::help_sweep(size_t index, SweepBoard& board)
+{
+    std::optional<size_t> claimed = board.claim();
+    if (!claimed)
+        return;
+    VariantResult result;
+    try {
+        result = m_slots[index].slot->screen_variant(board.variant(*claimed), board.plan());
+    } catch (const GpuLostError&) {
+        board.release(*claimed);
+        throw;
+    } catch (const std::exception& e) {
+        result.params = board.variant(*claimed).params;
+        result.from_worker = false;
+        result.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this variant: {}", e.what())};
+    }
+    board.finish(*claimed, std::move(result), true);
 }
 
 std::string GpuEvaluator::check_program(const std::vector<std::string>& sets)
@@ -483,21 +548,34 @@ void GpuEvaluator::slot_loop(size_t index, Json setup)
     m_work_ready.notify_all();
     while (failure.empty()) {
         PreparedJob prepared;
+        std::shared_ptr<SweepBoard> board;
         {
             std::unique_lock lock(m_mutex);
             std::optional<size_t> next;
-            m_work_ready.wait(lock, [&] { return m_stopping || (next = job_for(index)).has_value(); });
+            auto idle_from = EvalClock::now();
+            m_work_ready.wait(lock, [&] {
+                return m_stopping || (next = job_for(index)).has_value() || (board = sweep_to_help(index)) != nullptr;
+            });
             if (m_stopping)
                 break;
-            prepared = std::move(m_compiled[*next]);
-            m_compiled.erase(m_compiled.begin() + static_cast<std::ptrdiff_t>(*next));
+            log_debug("{} waited {:.3f} s for work ({} job{} to compile, {} compiled)", slot.identity().label(),
+                      std::chrono::duration<double>(EvalClock::now() - idle_from).count(), m_incoming.size(),
+                      m_incoming.size() == 1 ? "" : "s", m_compiled.size());
+            if (next) {
+                board.reset();
+                prepared = std::move(m_compiled[*next]);
+                m_compiled.erase(m_compiled.begin() + static_cast<std::ptrdiff_t>(*next));
+            }
             m_slots[index].busy = true;
         }
         m_work_ready.notify_all(); // the next idle GPU in line may now take a job
         try {
-            run_job(index, prepared);
+            if (board)
+                help_sweep(index, *board);
+            else
+                run_job(index, prepared);
         } catch (const GpuLostError& e) {
-            log_warn("{}; its candidate goes back to the queue for the other GPUs", e.what());
+            log_warn("{}; {} goes back to the other GPUs", e.what(), board ? "the sweep variant it ran" : "its candidate");
             {
                 std::lock_guard lock(m_mutex);
                 m_slots[index].state = SlotState::lost;

@@ -34,6 +34,7 @@
 #include "evaluator/evaluator.hpp"
 #include "evaluator/gpu_link.hpp"
 #include "evaluator/measurement_memo.hpp"
+#include "evaluator/sweep_board.hpp"
 
 namespace kforge {
 
@@ -77,8 +78,14 @@ public:
     void start(const Json& setup);
     // The whole evaluation of one compiled candidate. Failures of the candidate are verdicts;
     // throws GpuLostError when the GPU stops serving (see above). `between_variants` runs before
-    // each variant of a sweep after the first (the evaluator serves jobs with lower tickets there).
-    Evaluation evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants = {});
+    // each variant of a sweep this slot runs after its first (the evaluator serves jobs with lower
+    // tickets there); `offer_sweep` is handed the board of a sweep as it starts, so that idle GPUs
+    // of this model may take some of its variants (sweep_board.hpp).
+    Evaluation evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants = {},
+                        const std::function<void(const std::shared_ptr<SweepBoard>&)>& offer_sweep = {});
+    // One variant of another slot's sweep (verify the tests shapes, screen timing), on this GPU.
+    // Throws GpuLostError when the GPU stops serving.
+    VariantResult screen_variant(const Variant& variant, const Plan& plan);
     // Ends the worker.
     void stop();
 

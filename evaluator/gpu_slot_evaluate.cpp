@@ -15,6 +15,7 @@
 #include "evaluator/compile/compile_record.hpp"
 #include "evaluator/describe.hpp"
 #include "evaluator/gpu_slot.hpp"
+#include "util/log.hpp"
 
 namespace kforge {
 namespace {
@@ -48,7 +49,13 @@ double geomean_speedup(const std::vector<Measurement>& candidate, const std::vec
     return count ? std::exp(log_sum / count) : 0;
 }
 
-Evaluation GpuSlot::evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants)
+VariantResult GpuSlot::screen_variant(const Variant& variant, const Plan& plan)
+{
+    return run_variant(variant, plan, true, "sweep", false);
+}
+
+Evaluation GpuSlot::evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants,
+                             const std::function<void(const std::shared_ptr<SweepBoard>&)>& offer_sweep)
 {
     Evaluation evaluation;
     if (prepared.early_failure) {
@@ -99,17 +106,39 @@ Evaluation GpuSlot::evaluate(const PreparedJob& prepared, const std::function<vo
             best_fitness = geomean_speedup(results.back().measurements, m_baselines);
         }
     } else {
-        // Sweep: verify and screen-time every point, then time the winner properly.
-        for (const Variant* variant : compiled) {
-            if (variant != compiled.front() && between_variants)
-                between_variants();
-            results.push_back(run_variant(*variant, prepared.plan, true, "sweep", false));
-            double fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;
+        // Sweep: verify and screen-time every point, idle GPUs of this model taking some of them
+        // (sweep_board.hpp), then time the winner properly here.
+        auto board = std::make_shared<SweepBoard>(compiled, prepared.plan, m_identity.name, prepared.job.ticket);
+        if (offer_sweep)
+            offer_sweep(board);
+        try {
+            bool first = true;
+            for (;;) {
+                if (auto i = board->claim()) {
+                    if (!first && between_variants)
+                        between_variants();
+                    first = false;
+                    board->finish(*i, run_variant(*compiled[*i], prepared.plan, true, "sweep", false), false);
+                    continue;
+                }
+                if (board->wait_done_or_released())
+                    break;
+            }
+        } catch (...) {
+            board->abandon();
+            throw;
+        }
+        results = board->results();
+        for (size_t i = 0; i < results.size(); ++i) {
+            double fitness = results[i].verdict.is_correct() ? geomean_speedup(results[i].measurements, m_baselines) : 0;
             if (fitness > best_fitness) {
                 best_fitness = fitness;
-                best = variant;
+                best = compiled[i];
             }
         }
+        if (board->helped() > 0)
+            log_debug("{}: {} of the {} variants of job {} ran on other GPUs", m_identity.label(), board->helped(),
+                      compiled.size(), prepared.job.ticket);
         if (best) {
             results.push_back(run_variant(*best, prepared.plan, false, final_timing, options.held_out, options.profile));
             best_fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;

@@ -194,7 +194,39 @@ axpy = [
     ("code", code("axpy_f32", "vec4_persistent_streaming.cu", "persistent grid-stride loop with streaming hints")),
 ]
 
-for task, replies in (("softmax_f32", softmax), ("axpy_f32", axpy)):
+# An imported PyTorch program (tests/fixtures/torch/quick_gelu.py, tagged pytorch: the general menu).
+# Its kernels are the torch fixture replies, checked there under the emulator against the program.
+quick_gelu = [
+    ("plan", plan({
+        "techniques": ["coalesce-accesses"],
+        "expected_speedup": 2.5,
+        "steps": [
+            "Fuse the program's three elementwise kernels (scale, sigmoid, multiply) into one pass over x "
+            "as a flat array of batch_size * dim floats: one coalesced element per thread in a grid-stride "
+            "loop, out = x / (1 + exp(-beta * x)).",
+            "beta is a kernel argument (the program's input 1), not a constant."],
+        "why": "Eager PyTorch moves the 512 MiB tensor through DRAM several times; one pass reads x once and "
+               "writes out once."})),
+    ("code", code("quick_gelu", "scalar_grid_stride.cu", "one fused grid-stride pass, one element per thread")),
+    ("plan", plan({
+        "techniques": ["vectorize-16b", "grid-stride-persistent"],
+        "expected_speedup": 1.3,
+        "steps": [
+            "Read x and write out as float4 (the tensors are 256-byte aligned), UNROLL float4s per thread "
+            "issued before the math, UNROLL a param in {2, 4}.",
+            "Finish the n % 4 tail with scalar accesses."],
+        "why": "The fused kernel is bandwidth-bound; 16-byte accesses with more bytes in flight reach the "
+               "copy floor."})),
+    ("code", code("quick_gelu", "vec4_streaming.cu", "float4 streaming loads, UNROLL in flight, scalar tail")),
+    ("plan", plan({
+        "techniques": ["vectorize-16b"],
+        "expected_speedup": 1.05,
+        "steps": ["Drop the scalar tail: treat the tensor as whole float4s only."],
+        "why": "Fewer branches in the hot loop."})),
+    ("code", code("quick_gelu", "vec4_no_tail.cu", "whole float4s only")),
+]
+
+for task, replies in (("softmax_f32", softmax), ("axpy_f32", axpy), ("quick_gelu", quick_gelu)):
     out = root / f"tests/fixtures/replay/plancode_{task}.jsonl"
     with out.open("w") as f:
         for i, (purpose, text) in enumerate(replies):

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <csignal>
 #include <fstream>
+#include <thread>
 #include <random>
 #include <sstream>
 
@@ -249,16 +250,37 @@ std::string RunningProgram::stderr_so_far() const
     return slurp(*m_io / "stderr");
 }
 
-CommandResult RunningProgram::wait()
+CommandResult RunningProgram::ended(int status)
 {
-    int status = 0;
-    ::waitpid(m_pid, &status, 0);
     m_pid = -1;
     CommandResult result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     result.out = slurp(*m_io / "stdout");
     result.err = slurp(*m_io / "stderr");
     return result;
+}
+
+CommandResult RunningProgram::wait()
+{
+    int status = 0;
+    ::waitpid(m_pid, &status, 0);
+    return ended(status);
+}
+
+std::optional<CommandResult> RunningProgram::wait_for(std::chrono::seconds limit)
+{
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < until) {
+        int status = 0;
+        if (::waitpid(m_pid, &status, WNOHANG) == m_pid)
+            return ended(status);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(m_pid, SIGTERM);
+    auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < grace && ::waitpid(m_pid, nullptr, WNOHANG) != m_pid)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return std::nullopt; // the destructor kills and reaps what is left
 }
 
 void write_text(const std::filesystem::path& path, const std::string& text)

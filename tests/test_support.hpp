@@ -1,7 +1,9 @@
 // Helpers shared by tests: paths, temporary folders, running the real binary, GPU detection.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,8 +88,13 @@ public:
     std::string stderr_so_far() const;
     // Waits for it to end.
     CommandResult wait();
+    // Waits up to `limit` for it to end; nullopt when it is still running then, after which it is
+    // asked to stop (SIGTERM, which mpirun forwards to its ranks) and, 10 s later, killed.
+    std::optional<CommandResult> wait_for(std::chrono::seconds limit);
 
 private:
+    CommandResult ended(int status); // the result of the process reaped with `status`
+
     std::unique_ptr<TempDir> m_io;
     int m_pid = -1;
 };

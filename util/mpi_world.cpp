@@ -4,8 +4,10 @@
 // flight, take every message that has arrived (matched probe, then a nonblocking receive into a
 // buffer of its size), hand finished receives to their mailboxes, and declare lost any watched
 // peer silent past the limit. When a round does nothing it sleeps on a condition variable that
-// send() wakes, at most a few milliseconds, so messages flow with little delay and an idle rank
-// costs next to no CPU. A buffer MPI may still write (a receive from a rank that died mid-message)
+// send() wakes: 100 us while messages came or went in the last two seconds, since MPI says nothing
+// when a message arrives and every request relayed to another rank's GPU crosses two such sleeps
+// (at the earlier 8 ms, a remote GPU lost about 3% of its time to them); then longer, up to 8 ms,
+// so that an idle rank costs next to no CPU. A buffer MPI may still write (a receive from a rank that died mid-message)
 // is never freed while MPI lives.
 #include "util/mpi_world.hpp"
 
@@ -215,6 +217,7 @@ struct MpiWorld::Impl {
     std::vector<bool> beat_in_flight;
     std::vector<std::unique_ptr<std::string>> graveyard;
     std::string beat_byte = std::string(1, '\0');
+    Clock::time_point last_traffic = Clock::now(); // a message (not a heartbeat) sent or arriving
 
     void run();
     bool round(bool heartbeats);
@@ -255,6 +258,8 @@ void MpiWorld::Impl::run()
     else
         watched.push_back(0);
 
+    constexpr auto k_brisk = std::chrono::seconds(2);        // after traffic: poll briskly this long
+    constexpr auto k_brisk_nap = std::chrono::microseconds(100);
     auto idle = std::chrono::milliseconds(1);
     for (;;) {
         {
@@ -266,9 +271,13 @@ void MpiWorld::Impl::run()
             idle = std::chrono::milliseconds(1);
             continue;
         }
+        bool brisk = Clock::now() - last_traffic < k_brisk;
         std::unique_lock lock(mutex);
-        wake.wait_for(lock, idle, [this] { return stopping || !outbox.empty(); });
-        idle = std::min(idle * 2, std::chrono::milliseconds(8));
+        wake.wait_for(lock, brisk ? std::chrono::duration_cast<std::chrono::microseconds>(k_brisk_nap)
+                                  : std::chrono::duration_cast<std::chrono::microseconds>(idle),
+                      [this] { return stopping || !outbox.empty(); });
+        if (!brisk)
+            idle = std::min(idle * 2, std::chrono::milliseconds(8));
     }
     // Deliver what was queued before the stop, giving slow peers `grace`; then let go of the rest.
     auto until = Clock::now() + grace;
@@ -312,6 +321,8 @@ bool MpiWorld::Impl::start_sends()
         std::lock_guard lock(mutex);
         queued.swap(outbox);
     }
+    if (!queued.empty())
+        last_traffic = Clock::now();
     for (auto& message : queued) {
         if (is_lost(message.dest))
             continue;
@@ -391,6 +402,8 @@ bool MpiWorld::Impl::take_arrivals()
             break;
         busy = true;
         last_heard[static_cast<size_t>(source)] = Clock::now();
+        if (tag != k_heartbeat_tag)
+            last_traffic = last_heard[static_cast<size_t>(source)];
         Transfer transfer{0, source, tag, std::make_unique<std::string>(size, '\0')};
         rc = api.receive(message, transfer.bytes->data(), size, &transfer.request);
         if (rc != 0)

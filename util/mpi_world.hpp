@@ -17,7 +17,8 @@
 // limit (10 s; KFORGE_MPI_PEER_TIMEOUT_S) is declared lost for good: its messages are dropped and
 // whoever waits for it hears so at once. Heartbeats run in a star: rank 0 and each other rank.
 // That a lost rank does not take the job down with it is the launcher's part: Open MPI's mpirun
-// needs --enable-recovery (else it kills every rank when one dies), which MpiLaunch reports. SLURM's
+// needs --enable-recovery (else it kills every rank when one dies), which MpiLaunch reports; that
+// the survivors are not held at the end by the dead one is MPI_Finalize's (see finalize()). SLURM's
 // srun --mpi=pmix cannot: its PMIx plugin kills the whole job step (SIGKILL) when a task's
 // connection to slurmstepd drops without PMIx_Finalize, whatever --kill-on-bad-exit says, so
 // there a dead task ends the step and the run continues with `resume` (docs/cluster.md).
@@ -75,8 +76,9 @@ public:
     bool alive(int peer) const;
 
     // Sends what is queued (waiting at most `grace` for slow peers), stops the MPI thread and calls
-    // MPI_Finalize, which under Open MPI waits for the other live ranks to finalize too. Idempotent;
-    // send() and receive() still work afterwards, as calls that deliver nothing.
+    // MPI_Finalize. It does not wait for the other ranks: Open MPI's end-of-job fence, which a dead
+    // rank never reaches, is switched off (mpi/kforge_mpi.cpp), so a run that lost a rank ends.
+    // Idempotent; send() and receive() still work afterwards, as calls that deliver nothing.
     void finalize(std::chrono::milliseconds grace = std::chrono::seconds(2));
 
 private:

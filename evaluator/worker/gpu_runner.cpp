@@ -304,7 +304,7 @@ Measurement CandidateRunner::to_measurement(const SampleStats& stats, const Shap
     m.discarded = stats.discarded;
     m.sm_clock_mhz = stats.mean_clock_mhz;
     m.confirmed = level == TimingLevel::confirm;
-    m.roofline_ns = roofline_at(m_task, shape, m_peaks).floor_ns;
+    m.roofline_ns = roofline_at(m_task, shape, m_peaks).roofline_ns;
     return m;
 }
 
@@ -352,13 +352,19 @@ std::optional<Verdict> CandidateRunner::time_shape(const Loaded& loaded, const S
         return failure;
 
     Measurement m = to_measurement(stats[0], shape, "candidate", level);
-    if (m.roofline_ns > 0 && m.median_ns < m.roofline_ns && !m_task.roofline.may_exceed) {
-        // Faster than physics allows: check once more on new inputs and flag it, never celebrate it.
+    RooflinePoint roof = roofline_at(m_task, shape, m_peaks);
+    if (is_below_floor(m_task, roof, m.median_ns)) {
+        // Faster than physics allows (roofline.hpp: the floor already grants the writes L2 absorbs):
+        // check once more on new inputs and flag it, never celebrate it.
         m.below_roofline = true;
         if (auto failure = run_and_check(loaded, shape, 2, false, outcome, deadline, " (re-verified: faster than the roofline floor)"))
             return failure;
-        outcome.notes["below_roofline"].push_back(Json{{"shape", shape.label}, {"median_ns", m.median_ns},
-                                                       {"floor_ns", m.roofline_ns}});
+        outcome.notes["below_roofline"].push_back(Json{{"shape", shape.label},
+                                                       {"median_ns", m.median_ns},
+                                                       {"floor_ns", roof.floor_ns},
+                                                       {"roofline_ns", roof.roofline_ns},
+                                                       {"l2_absorbed_bytes", roof.l2_absorbed_bytes},
+                                                       {"why", describe_below_floor(m.median_ns, roof)}});
     }
     outcome.measurements.push_back(m);
     if (level == TimingLevel::confirm && stats.size() > 1 && stats[1].problem.empty())

@@ -97,7 +97,7 @@ private:
     Json time_reference(const Json& request);
     Json run_variant(const Json& request);
     double reference_ns(const Shape& shape) const;
-    void spend(int default_ms) const;
+    void spend(double units) const;
 
     std::vector<DeviceFacts> m_visible = visible_devices();
     std::unique_ptr<Task> m_task;
@@ -149,22 +149,23 @@ Json SimulatedGpu::setup(const Json& request)
 
 double SimulatedGpu::reference_ns(const Shape& shape) const
 {
-    return 2000.0 + 1.6 * roofline_at(*m_task, shape, m_peaks).floor_ns;
+    return 2000.0 + 1.6 * roofline_at(*m_task, shape, m_peaks).roofline_ns;
 }
 
-void SimulatedGpu::spend(int default_ms) const
+// Sleeps `units` times KFORGE_SIMULATE_GPU_MS (20 ms unless set).
+void SimulatedGpu::spend(double units) const
 {
     std::string text = env_text(k_simulate_gpu_ms_env);
-    int ms = text.empty() ? default_ms : std::atoi(text.c_str());
-    if (ms > 0)
-        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    double unit_ms = text.empty() ? 20.0 : std::atof(text.c_str());
+    if (unit_ms * units > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(1000 * unit_ms * units)));
 }
 
 Json SimulatedGpu::time_reference(const Json& request)
 {
     if (!m_task)
         return Json{{"ok", false}, {"error", "time_reference before setup"}};
-    spend(50);
+    spend(2.5);
     bool confirmed = request.value("level", "quick") == "confirm";
     Json measurements = Json::array();
     for (const auto& shape : m_task->bench)
@@ -190,7 +191,9 @@ Json SimulatedGpu::run_variant(const Json& request)
 {
     if (!m_task)
         return Json{{"ok", false}, {"error", "run_variant before setup"}};
-    spend(20);
+    std::string timing = request.value("timing", "quick");
+    spend((request.value("verify_tests", false) ? 0.5 : 0.0) + (timing == "confirm" ? 1.5 : timing == "none" ? 0.0 : 0.5) +
+          (request.value("profile", false) ? 1.0 : 0.0) + (request.value("verify_held_out", false) ? 0.5 : 0.0));
     const auto& cubin = request.at("cubin").get_binary();
     uint64_t h = hash64(std::string(cubin.begin(), cubin.end()), hash64(request.at("params").dump()));
     auto verdict = [](const char* kind, const std::string& message) {

@@ -11,7 +11,13 @@
 //
 //   KFORGE_SIMULATE_GPUS=3                three identical GPUs
 //   KFORGE_SIMULATE_GPUS=sim-a,sim-a,sim-b  three GPUs named so (two models: --gpus must choose)
-//   KFORGE_SIMULATE_GPU_MS=20             milliseconds one run_variant takes (default 20)
+//   KFORGE_SIMULATE_GPU_MS=20             milliseconds a screened variant takes (default 20)
+//
+// Time is spent in proportion to what a request asks, as on a real GPU: verifying the test shapes
+// and a quick or sweep timing take half the unit each (a screened variant: one unit); a
+// confirmation timing, which interleaves the reference, one and a half; a profile one; the
+// held-out shapes half. So a confirmation with its profile costs 2.5 screened variants, and the
+// scheduling of confirmations and held-out checks shows in a simulated run as it would on GPUs.
 //
 // The landscape: per variant h = hash(CUBIN, params); h % 100 < 5 is incorrect, 5 and 6 fault
 // with a sticky error (the worker asks to be replaced, as after a real illegal address), the rest

@@ -46,7 +46,7 @@ BaselineTimings CandidateRunner::time_program_baselines(bool compile)
             m.min_ns = t.min_ns;
             m.samples = t.samples;
             m.confirmed = true;
-            m.roofline_ns = roofline_at(m_task, shape, m_peaks).floor_ns;
+            m.roofline_ns = roofline_at(m_task, shape, m_peaks).roofline_ns;
             return m;
         };
         out.measurements.push_back(measurement(eager, "reference"));

@@ -1,7 +1,10 @@
-// Peak throughput per architecture and roofline floors.
+// Peak throughput per architecture, the roofline, and the floor that flags impossible times; the
+// header says why the floor counts the output bytes L2 can absorb as free.
 #include "evaluator/worker/roofline.hpp"
 
 #include <algorithm>
+
+#include <fmt/format.h>
 
 #include "evaluator/worker/gpu_context.hpp"
 
@@ -50,7 +53,8 @@ Json DevicePeaks::to_json() const
                 {"tf32_tc_flops", tf32_tc_flops},
                 {"fp16_tc_flops", fp16_tc_flops},
                 {"bf16_tc_flops", bf16_tc_flops},
-                {"int_ops", int_ops}};
+                {"int_ops", int_ops},
+                {"l2_bytes", l2_bytes}};
 }
 
 DevicePeaks DevicePeaks::from_json(const Json& json)
@@ -64,6 +68,7 @@ DevicePeaks DevicePeaks::from_json(const Json& json)
     peaks.fp16_tc_flops = json.value("fp16_tc_flops", 0.0);
     peaks.bf16_tc_flops = json.value("bf16_tc_flops", 0.0);
     peaks.int_ops = json.value("int_ops", 0.0);
+    peaks.l2_bytes = json.value("l2_bytes", 0.0);
     return peaks;
 }
 
@@ -82,6 +87,7 @@ DevicePeaks theoretical_peaks(const DeviceFacts& facts)
     peaks.fp16_tc_flops = clocks * rates.fp16_tc;
     peaks.bf16_tc_flops = clocks * rates.bf16_tc;
     peaks.int_ops = clocks * rates.fp32 / 2; // one integer op per lane per clock
+    peaks.l2_bytes = facts.l2_bytes;
     return peaks;
 }
 
@@ -91,14 +97,36 @@ RooflinePoint roofline_at(const Task& task, const Shape& shape, const DevicePeak
     ExprScope scope = task.scope_for(shape);
     point.flops = shape.flops ? *shape.flops : task.roofline.flops.eval_real(scope);
     point.bytes = task.roofline.bytes.eval_real(scope);
+    for (const auto& arg : task.args)
+        if (arg.is_tensor && arg.intent != Intent::in)
+            point.output_bytes += static_cast<double>(task.element_count(arg, shape)) * dtype_size(arg.dtype);
+    point.l2_absorbed_bytes = std::max(0.0, std::min({point.output_bytes, peaks.l2_bytes, point.bytes}));
     double peak = peaks.compute_peak(task.roofline.peak);
-    double compute_ns = peak > 0 ? point.flops / peak * 1e9 : 0;
-    double memory_ns = peaks.dram_bytes_per_s > 0 ? point.bytes / peaks.dram_bytes_per_s * 1e9 : 0;
-    double measured_memory_ns =
-        peaks.measured_dram_bytes_per_s > 0 ? point.bytes / peaks.measured_dram_bytes_per_s * 1e9 : memory_ns;
-    point.floor_ns = std::max(compute_ns, memory_ns);
-    point.measured_floor_ns = std::max(compute_ns, measured_memory_ns);
+    point.compute_ns = peak > 0 ? point.flops / peak * 1e9 : 0;
+    auto memory_ns = [&](double bytes, double rate) { return rate > 0 ? bytes / rate * 1e9 : 0; };
+    point.roofline_ns = std::max(point.compute_ns, memory_ns(point.bytes, peaks.dram_bytes_per_s));
+    point.measured_roofline_ns = peaks.measured_dram_bytes_per_s > 0
+                                     ? std::max(point.compute_ns, memory_ns(point.bytes, peaks.measured_dram_bytes_per_s))
+                                     : point.roofline_ns;
+    point.floor_ns =
+        std::max(point.compute_ns, memory_ns(point.bytes - point.l2_absorbed_bytes, peaks.dram_bytes_per_s));
     return point;
+}
+
+bool is_below_floor(const Task& task, const RooflinePoint& point, double median_ns)
+{
+    return point.floor_ns > 0 && median_ns < point.floor_ns && !task.roofline.may_exceed;
+}
+
+std::string describe_below_floor(double median_ns, const RooflinePoint& point)
+{
+    auto us = [](double ns) { return fmt::format("{:.2f} us", ns / 1000); };
+    auto mib = [](double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 20)); };
+    std::string why = point.compute_ns >= point.floor_ns
+                          ? fmt::format("{:.3g} FLOP at the device's peak rate", point.flops)
+                          : fmt::format("{} of the {} moved may stay in L2", mib(point.l2_absorbed_bytes), mib(point.bytes));
+    return fmt::format("{} is under the floor of {} ({}; the roofline is {})", us(median_ns), us(point.floor_ns), why,
+                       us(point.roofline_ns));
 }
 
 } // namespace kforge

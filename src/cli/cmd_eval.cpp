@@ -2,8 +2,9 @@
 //
 // The full path runs the same evaluator the search uses, to the confirmation standard by default
 // (the numbers a user quotes), and prints the verdict with its message, a per-shape table against
-// the reference, the task's vendor baseline (when timed) and the roofline, and the metrics.
-// `--compile-only --arch sm_90a` needs no GPU.
+// the reference, the task's vendor baseline (when timed) and the roofline, and the metrics; a time
+// below the roofline floor is flagged with the reason. `--compile-only --arch sm_90a` needs no GPU.
+// `kforge eval RUN.kforge --candidate ID` re-measures a run's candidate (cmd_eval_candidate.cpp).
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "cli/eval_command.hpp"
 #include "cli/table.hpp"
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
@@ -24,19 +26,6 @@
 
 namespace kforge {
 namespace {
-
-struct EvalCommandOptions {
-    std::string task_path;
-    std::string file;
-    bool compile_only = false;
-    std::string arch;
-    bool quick = false;
-    bool held_out = false;
-    bool profile = false;
-    bool json = false;
-    uint64_t secret = 0;
-    double deadline_s = 10;
-};
 
 Plan plan_of(const Task& task, const std::string& source)
 {
@@ -127,7 +116,9 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
     return all_ok ? k_exit_ok : k_exit_negative;
 }
 
-int run_full(const Task& task, const std::string& source, const EvalCommandOptions& options)
+} // namespace
+
+EvalRun evaluate_source(const Task& task, const std::string& source, const EvalCommandOptions& options)
 {
     EvaluatorConfig config;
     config.arch = options.arch;
@@ -145,17 +136,28 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
     std::vector<EvalResult> results;
     while (results.empty())
         results = evaluator->collect(std::chrono::seconds(1));
-    const Evaluation& evaluation = results.front().evaluation;
-    Json environment = evaluator->environment();
+    EvalRun run;
+    run.evaluation = std::move(results.front().evaluation);
+    run.environment = evaluator->environment();
+    run.baselines = evaluator->baselines();
+    run.vendor = evaluator->vendor_baselines();
+    return run;
+}
+
+int print_evaluation(const Task& task, const EvalRun& run, const EvalCommandOptions& options, const Json& extra)
+{
+    const Evaluation& evaluation = run.evaluation;
+    const Json& environment = run.environment;
     DevicePeaks peaks = DevicePeaks::from_json(environment.value("peaks", Json::object()));
-    std::vector<Measurement> baselines = evaluator->baselines();
+    const std::vector<Measurement>& baselines = run.baselines;
     // The vendor column: the first of the task's vendor routines that was timed.
-    std::vector<VendorBaselineStatus> vendor_statuses = evaluator->vendor_baselines();
+    const std::vector<VendorBaselineStatus>& vendor_statuses = run.vendor;
     auto vendor_timed = std::find_if(vendor_statuses.begin(), vendor_statuses.end(),
                                      [](const VendorBaselineStatus& v) { return v.timed; });
     std::string vendor_subject = vendor_timed == vendor_statuses.end() ? "" : vendor_timed->routine;
 
     Json shapes = Json::array();
+    std::vector<std::string> flagged;
     TextTable table({{"shape"}, {"median", TextTable::Align::right}, {"IQR", TextTable::Align::right},
                      {"samples", TextTable::Align::right},
                      {baseline_label(task.reference_kind, "reference"), TextTable::Align::right},
@@ -179,6 +181,8 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
             if (s.label == m.shape_label)
                 shape = &s;
         RooflinePoint roof = shape ? roofline_at(task, *shape, peaks) : RooflinePoint{};
+        if (m.below_roofline)
+            flagged.push_back(fmt::format("{}: {}", m.shape_label, describe_below_floor(m.median_ns, roof)));
         double speedup = ref && m.median_ns > 0 ? ref->median_ns / m.median_ns : 0;
         auto vendor = std::find_if(baselines.begin(), baselines.end(), [&](const Measurement& b) {
             return !vendor_subject.empty() && b.subject == vendor_subject && b.shape_label == m.shape_label;
@@ -189,19 +193,21 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
                               {"q3_ns", m.q3_ns}, {"samples", m.samples}, {"discarded", m.discarded},
                               {"sm_clock_mhz", m.sm_clock_mhz}, {"reference_ns", ref ? ref->median_ns : 0},
                               {"speedup", speedup}, {"vendor_subject", vendor_subject}, {"vendor_ns", vendor_ns},
-                              {"vendor_speedup", vendor_speedup}, {"roofline_floor_ns", roof.floor_ns},
-                              {"roofline_fraction", m.median_ns > 0 ? roof.floor_ns / m.median_ns : 0},
-                              {"measured_roofline_fraction", m.median_ns > 0 ? roof.measured_floor_ns / m.median_ns : 0},
+                              {"vendor_speedup", vendor_speedup}, {"roofline_ns", roof.roofline_ns},
+                              {"floor_ns", roof.floor_ns}, {"l2_absorbed_bytes", roof.l2_absorbed_bytes},
+                              {"roofline_fraction", m.median_ns > 0 ? roof.roofline_ns / m.median_ns : 0},
+                              {"measured_roofline_fraction", m.median_ns > 0 ? roof.measured_roofline_ns / m.median_ns : 0},
                               {"below_roofline", m.below_roofline}});
         table.add_row({m.shape_label, format_duration_ns(m.median_ns), format_duration_ns(m.q3_ns - m.q1_ns),
                        std::to_string(m.samples), ref ? format_duration_ns(ref->median_ns) : "-",
                        speedup > 0 ? fmt::format("{:.2f}x", speedup) : "-",
                        vendor_ns > 0 ? format_duration_ns(vendor_ns) : "-",
                        vendor_speedup > 0 ? fmt::format("{:.2f}x", vendor_speedup) : "-",
-                       m.median_ns > 0 ? fmt::format("{:.1f}%", 100 * roof.floor_ns / m.median_ns) : "-",
-                       m.median_ns > 0 ? fmt::format("{:.1f}%", 100 * roof.measured_floor_ns / m.median_ns) : "-"});
+                       m.median_ns > 0 ? fmt::format("{:.1f}%", 100 * roof.roofline_ns / m.median_ns) : "-",
+                       m.median_ns > 0 ? fmt::format("{:.1f}%", 100 * roof.measured_roofline_ns / m.median_ns) : "-"});
     }
     Json report{{"file", options.file},
+                {"flagged", flagged},
                 {"task", task.name},
                 {"verdict", verdict_name(evaluation.verdict.kind)},
                 {"message", evaluation.verdict.message},
@@ -213,6 +219,8 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
                 {"metrics", evaluation.metrics},
                 {"environment", environment},
                 {"eval_seconds", evaluation.eval_seconds}};
+    for (const auto& [key, value] : extra.items())
+        report[key] = value;
     if (options.json) {
         fmt::print("{}\n", report.dump(2));
     } else {
@@ -224,6 +232,11 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
                        describe_param_point(evaluation.best_params));
         if (!table.empty())
             fmt::print("{}", table.render());
+        if (!flagged.empty()) {
+            fmt::print("FLAGGED: faster than the roofline floor (a search records it but does not count it):\n");
+            for (const auto& line : flagged)
+                fmt::print("  {}\n", line);
+        }
         for (const auto& status : vendor_statuses)
             fmt::print("vendor baseline {} ({}): {}\n", status.routine, status.library,
                        status.timed ? "timed on every bench shape" : "unavailable, speedups are vs the reference: " + status.reason);
@@ -239,15 +252,28 @@ int run_full(const Task& task, const std::string& source, const EvalCommandOptio
         fmt::print("device: {} ({}), {} timing, evaluated in {:.1f} s\n",
                    environment["device"].value("name", "?"), environment.value("arch", "?"),
                    options.quick ? "quick" : "confirmed", evaluation.eval_seconds);
+        if (extra.contains("acceptance"))
+            fmt::print("{}\n", extra["acceptance"].value("message", ""));
     }
     return evaluation.verdict.is_correct() ? k_exit_ok : k_exit_negative;
 }
 
+namespace {
+
+
 int run_eval(const EvalCommandOptions& options)
 {
+    if (options.candidate)
+        return run_eval_candidate(options);
+    if (options.accept)
+        fail(ErrorKind::usage, "--accept takes a run's candidate: kforge eval RUN.kforge --candidate ID --held-out --accept");
+    if (options.file.empty())
+        fail(ErrorKind::usage, "kforge eval needs TASK and FILE (or RUN.kforge --candidate ID)");
     Task task = load_task(options.task_path);
     std::string source = read_file(options.file);
-    return options.compile_only ? run_compile_only(task, source, options) : run_full(task, source, options);
+    if (options.compile_only)
+        return run_compile_only(task, source, options);
+    return print_evaluation(task, evaluate_source(task, source, options), options, Json::object());
 }
 
 } // namespace
@@ -256,8 +282,13 @@ void add_eval_command(CLI::App& app, CommandSlot& slot)
 {
     auto options = std::make_shared<EvalCommandOptions>();
     auto* eval = app.add_subcommand("eval", "verify and time one candidate file against a task");
-    eval->add_option("TASK", options->task_path, "task spec (JSON)")->required();
-    eval->add_option("FILE", options->file, "candidate CUDA source (.cu) with a kforge:plan block")->required();
+    eval->add_option("TASK", options->task_path, "task spec (JSON); with --candidate, a run archive (.kforge)")->required();
+    eval->add_option("FILE", options->file, "candidate CUDA source (.cu) with a kforge:plan block (not with --candidate)");
+    auto* candidate = eval->add_option("--candidate", options->candidate_id,
+                                       "re-measure candidate ID of the run archive TASK, against the run's own task");
+    eval->add_flag("--accept", options->accept,
+                   "with --candidate and --held-out: a candidate the run flagged as faster than the roofline floor "
+                   "counts from now on when the re-measurement is correct");
     eval->add_flag("--compile-only", options->compile_only, "only screen and compile (no GPU needed)");
     eval->add_option("--arch", options->arch, "target arch, e.g. sm_90a (default: the GPU's; sm_90a with --compile-only)");
     eval->add_flag("--quick", options->quick, "quick-screen timing instead of the confirmation standard");
@@ -267,7 +298,11 @@ void add_eval_command(CLI::App& app, CommandSlot& slot)
     eval->add_option("--secret", options->secret, "secret mixed into the input seeds (default 0)");
     eval->add_option("--deadline", options->deadline_s, "seconds one run of the plan may take before it is killed")
         ->capture_default_str();
-    eval->callback([options, &slot] { slot = [options] { return run_eval(*options); }; });
+    eval->callback([options, candidate, &slot] {
+        if (candidate->count() > 0)
+            options->candidate = options->candidate_id;
+        slot = [options] { return run_eval(*options); };
+    });
 }
 
 } // namespace kforge

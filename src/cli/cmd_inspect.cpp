@@ -237,6 +237,7 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
     report["top"] = top;
     report["bench_shapes"] = labels;
     report["failures"] = failures_section(archive, counts, options);
+    report["flagged"] = flagged_section(archive);
     report["gpus"] = gpus_section(archive);
     if (options.gpu_work)
         report["gpu"] = gpu_work_section(archive);

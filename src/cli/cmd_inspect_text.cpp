@@ -261,8 +261,10 @@ std::string render_inspect_text(const Json& report)
     // Sections are joined, never built as "\n" + block: GCC 12 at -O2/-O3 warns about the insert
     // at position 0 that `const char* + string&&` makes (-Wrestrict, a known false positive).
     std::vector<std::string> sections{summary_block(report), top_block(report),
-                                      failures_block(report["failures"]),
-                                      render_gpus_text(report["gpus"])};
+                                      failures_block(report["failures"])};
+    if (std::string flagged = render_flagged_text(report.value("flagged", Json::array())); !flagged.empty())
+        sections.push_back(flagged);
+    sections.push_back(render_gpus_text(report["gpus"]));
     if (report.contains("grid"))
         sections.push_back(render_grid_text(report["grid"]));
     if (report.contains("techniques") && report["techniques"]["plans"].get<int64_t>() > 0)

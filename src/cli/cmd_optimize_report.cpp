@@ -72,6 +72,10 @@ std::string render_summary(const Json& s)
         text += fmt::format("; {} duplicates not evaluated", c["duplicates_this_session"].get<int64_t>());
     if (c["dropped"].get<int64_t>() > 0)
         text += fmt::format("; {} in flight when stopped (resume starts them again)", c["dropped"].get<int64_t>());
+    if (int64_t flagged = c.value("flagged", int64_t{0}); flagged > 0)
+        text += fmt::format("; {} correct but flagged below the roofline floor, not counted (kforge inspect {} lists "
+                            "them)",
+                            flagged, s["archive"].get<std::string>());
     const Json& llm = s["llm"];
     text += fmt::format("\nmodel calls: {}, ${:.2f}{}; GPU busy {:.0f}% of {}\n", llm["calls"].get<int64_t>(),
                         llm["cost_usd"].get<double>(),

@@ -298,6 +298,8 @@ std::string render_report_html(const ReportData& data, const std::string& title)
         page += section("techniques", "Techniques (plan, then code)", techniques) + "\n";
     page += section("top", "Top candidates", render_top_table(data)) + "\n";
     page += section("verdicts", "Verdicts", render_verdicts(data)) + "\n";
+    page += section("flagged", "Flagged: faster than the roofline floor",
+                    render_flagged_html(data.inspect.value("flagged", Json::array()))) + "\n";
     page += section("costs", "LLM costs and tokens by model", render_costs(data)) + "\n";
     page += section("gpus", "GPUs", render_gpus(data)) + "\n";
     page += section("run", "Run", run_facts(data.inspect)) + "\n";

@@ -58,6 +58,13 @@ std::string render_gpus_text(const Json& section);
 Json gpu_work_section(const Archive& archive);
 // "GPU time on repeats: 3.1 s of 52.0 s (6%); ..." from that section.
 std::string gpu_work_text(const Json& gpu);
+// Correct candidates timed below the roofline floor (cmd_inspect_flagged.cpp): [{id, island,
+// origin, measured_fitness, fitness (null until accepted), times_ns, below_floor: [{shape,
+// median_ns, floor_ns, roofline_ns, why}], accepted, acceptance | accept_with}], oldest first; its
+// text view ("" when empty) and the report's HTML section.
+Json flagged_section(const Archive& archive);
+std::string render_flagged_text(const Json& flagged);
+std::string render_flagged_html(const Json& flagged);
 
 // How the run's two-phase plans went (cmd_inspect_techniques.cpp): {"plans", "parsed", "repaired",
 // "failed", "followed", "ignored", "unchecked", "menus", "rows": [{technique, title, on_menu, tried,

@@ -52,6 +52,8 @@ std::string render_progress_line(const ProgressSnapshot& s)
     std::vector<std::string> parts;
     parts.push_back(fmt::format("{}/{} done, {} in flight", s.done, s.budget, s.in_flight));
     std::string verdicts = fmt::format("{} correct, {} failed", correct, failed);
+    if (s.flagged)
+        verdicts += fmt::format(", {} flagged", s.flagged);
     if (s.duplicates)
         verdicts += fmt::format(", {} dup", s.duplicates);
     parts.push_back(verdicts);

@@ -33,6 +33,7 @@ struct ProgressSnapshot {
     size_t in_flight = 0;      // scheduled and not yet recorded
     std::map<VerdictKind, int64_t> verdicts; // recorded candidates of the whole run
     int64_t duplicates = 0;
+    int64_t flagged = 0;       // correct but timed below the roofline floor: not counted (kforge inspect lists them)
     std::optional<double> best;
     double cost_usd = 0;
     double elapsed_s = 0;      // this session

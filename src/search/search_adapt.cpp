@@ -14,6 +14,7 @@
 #include "search/meta_prompts.hpp"
 #include "search/search_loop.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 
 namespace kforge {
 namespace {
@@ -71,6 +72,34 @@ Placement SearchLoop::place(const Candidate& candidate, int island)
         m_state.generation_improved = true;
     }
     return placement;
+}
+
+// Flagged candidates (timed below the roofline floor) that a user accepted after re-measuring them
+// (`kforge eval RUN --candidate ID --held-out --accept`, which sets their fitness) take their place
+// when the run resumes: in their island's grid when fitter than the cell's elite, and as the run's
+// best when fitter than it, since the acceptance carries a held-out pass. Placing is idempotent: an
+// accepted candidate placed before is not fitter than itself.
+void SearchLoop::place_accepted()
+{
+    m_archive.atomically([&] {
+        for (const auto& candidate : m_archive.flagged_candidates()) {
+            const Evaluation& evaluation = candidate.evaluation;
+            if (!evaluation.metrics.contains("accepted") || !evaluation.fitness)
+                continue;
+            m_state.held_out[candidate.id] = "passed";
+            bool planted = candidate.origin == Origin::seed || candidate.origin == Origin::reference;
+            Placement placement = place(candidate, planted ? -1 : candidate.island);
+            if (placement.islands.empty())
+                continue;
+            std::vector<std::string> islands;
+            for (int island : placement.islands)
+                islands.push_back(std::to_string(island));
+            m_progress.event(fmt::format("accepted #{} ({:.3f}x; flagged below the roofline floor, accepted after "
+                                         "re-measuring) placed on island {}{}",
+                                         candidate.id, *evaluation.fitness, join(islands, ", "),
+                                         placement.new_best ? ": the run's new best" : ""));
+        }
+    });
 }
 
 void SearchLoop::follow_up(const Candidate& candidate, const Flight& flight, const Placement& placement)

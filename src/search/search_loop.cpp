@@ -89,6 +89,7 @@ void SearchLoop::start()
     m_lessons = m_archive.lessons();
     start_techniques();
     m_verdicts = m_archive.verdict_counts();
+    m_flagged = m_archive.flagged_count();
     LlmUsage spent = m_archive.llm_usage_total(); // model calls only, not the builtin proposer's
     m_ledger.start(spent.calls, spent.cost_usd);
 
@@ -179,6 +180,7 @@ void SearchLoop::restore(const Json& saved)
     if (!m_state.pending.empty())
         log_info("resuming: {} item{} that were in flight start again", m_state.pending.size(),
                  m_state.pending.size() == 1 ? "" : "s");
+    place_accepted();
 }
 
 void SearchLoop::notice_interrupt()
@@ -325,6 +327,7 @@ ProgressSnapshot SearchLoop::snapshot() const
     s.in_flight = m_flights.size();
     s.verdicts = m_verdicts;
     s.duplicates = m_state.duplicates;
+    s.flagged = m_flagged;
     if (m_state.best_id)
         s.best = m_state.best_fitness;
     s.cost_usd = m_ledger.spent_cost();

@@ -117,6 +117,8 @@ private:
 
     // --- search_adapt.cpp ---
     Placement place(const Candidate& candidate, int island);
+    void place_accepted();
+    void report_flagged(const Candidate& candidate);
     void follow_up(const Candidate& candidate, const Flight& flight, const Placement& placement);
     void count_generation();
     void migrate();
@@ -175,6 +177,7 @@ private:
     std::optional<Evaluation> m_final_check;  // the final held-out check of the best
     int m_gpu_session = 1;                    // this session's number in the archive's GPU rows
     size_t m_gpu_count = 0;                   // GPUs the evaluator started with
+    int64_t m_flagged = 0;                    // correct candidates timed below the roofline floor, whole run
     std::map<std::string, int64_t> m_candidates_per_gpu; // recorded this session, by GPU label
 };
 

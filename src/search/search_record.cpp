@@ -9,7 +9,8 @@
 // Its placement then uses the confirmed fitness; one that would be the run's new best is also
 // checked on the held-out shapes, and a held_out_failed verdict keeps it from being an elite or the
 // best. A candidate flagged as suspicious (faster than the roofline floor) is never confirmed or
-// placed, and its fitness is stored only in its metrics. Confirmations may start early, when the
+// placed, and its fitness is stored only in its metrics; it gets a line of its own saying why, and
+// stays listed by `kforge inspect` until a user re-measures and accepts it (place_accepted). Confirmations may start early, when the
 // screen result arrives, but whether one is needed — and so which numbers are recorded — is decided
 // only when the candidate is at the head of the line, from the recorded state alone.
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "search/views.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 
 namespace kforge {
 namespace {
@@ -50,6 +52,16 @@ void append_runs(Json& metrics, const Json& first, const Evaluation& later)
         metrics["runs"] = runs;
 }
 
+// Why a flagged candidate was flagged: "n=16777216: 4.00 us is under the floor of ...; ..." per
+// shape, from the worker's notes.
+std::string flagged_reasons(const Evaluation& e)
+{
+    std::vector<std::string> reasons;
+    for (const auto& note : e.metrics.value("notes", Json::object()).value("below_roofline", Json::array()))
+        reasons.push_back(fmt::format("{}: {}", note.value("shape", "?"), note.value("why", "faster than the floor")));
+    return reasons.empty() ? "faster than the roofline floor" : join(reasons, "; ");
+}
+
 std::string describe_verdict(const Candidate& candidate)
 {
     const Evaluation& e = candidate.evaluation;
@@ -57,7 +69,8 @@ std::string describe_verdict(const Candidate& candidate)
     if (e.fitness)
         text += fmt::format(" {:.3f}x", *e.fitness);
     else if (e.metrics.contains("suspicious_fitness"))
-        text += " (suspicious: faster than the roofline floor)";
+        text += fmt::format(" {:.3f}x FLAGGED, not counted: faster than the roofline floor",
+                            e.metrics["suspicious_fitness"].get<double>());
     return text;
 }
 
@@ -314,9 +327,24 @@ std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
     if (placement.new_best)
         m_progress.event(fmt::format("new best #{}: {:.3f}x the reference ({})", candidate.id, m_state.best_fitness,
                                      candidate.note));
+    if (candidate.evaluation.metrics.contains("suspicious_fitness"))
+        report_flagged(candidate);
     count_generation();
     stop_when_stuck(candidate.evaluation.verdict.message);
     return candidate;
+}
+
+// A correct candidate timed below the roofline floor is never silently dropped: its own line says
+// what it measured, why that is impossible by kforge's model, and how a user who trusts it accepts
+// it; `kforge inspect` and `report` list it too.
+void SearchLoop::report_flagged(const Candidate& candidate)
+{
+    ++m_flagged;
+    const Evaluation& e = candidate.evaluation;
+    m_progress.event(fmt::format("#{} is correct and measured {:.3f}x, but FLAGGED and not counted: {}. If it is "
+                                 "right, re-measure and accept it: kforge eval {} --candidate {} --held-out --accept",
+                                 candidate.id, e.metrics["suspicious_fitness"].get<double>(), flagged_reasons(e),
+                                 m_archive.path().string(), candidate.id));
 }
 
 void SearchLoop::stop_when_stuck(const std::string& last)

@@ -115,6 +115,7 @@ Json build_run_summary(const Archive& archive, const SearchOutcome& outcome)
                   {"total", total},
                   {"verdicts", verdicts},
                   {"duplicates_this_session", outcome.duplicates},
+                  {"flagged", archive.flagged_count()},
                   {"dropped", outcome.dropped}}},
                 {"best", best_section(archive, outcome)},
                 {"llm",

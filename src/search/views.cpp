@@ -12,7 +12,8 @@ namespace kforge {
 namespace {
 
 // Metrics keys the search adds for its own bookkeeping; they mean nothing to a model.
-constexpr const char* k_private_metrics[] = {"screen_fitness", "suspicious_fitness", "held_out", "sweep", "runs"};
+constexpr const char* k_private_metrics[] = {"screen_fitness", "suspicious_fitness", "held_out", "sweep", "runs",
+                                             "accepted"};
 
 double number_at(const Json& object, const char* key)
 {

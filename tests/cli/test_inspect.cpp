@@ -2,11 +2,15 @@
 // writer holds the archive, and names what is wrong with a bad archive.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "archive/archive.hpp"
+#include "archive/flagged_candidate.hpp"
 #include "archive/sample_run.hpp"
 #include "core/source.hpp"
 #include "test_support.hpp"
 #include "util/json_reader.hpp"
+#include "util/text.hpp"
 
 namespace kforge::test {
 namespace {
@@ -207,6 +211,76 @@ TEST_CASE("inspect names the file and the problem for a bad archive or an unknow
     CHECK(unknown.exit_code == 3);
     CHECK_THAT(unknown.err, Catch::Contains(archive + ": no candidate 99 (the archive holds 7)"));
     CHECK(unknown.out.empty());
+}
+
+} // namespace kforge::test
+
+namespace kforge::test {
+
+TEST_CASE("inspect and report list a flagged candidate with its times, why, and how to accept it, then as accepted",
+          "[e2e][inspect]")
+{
+    TempDir dir;
+    auto archive = (dir / "run.kforge").string();
+    build_sample_archive(archive);
+    int64_t flagged = add_flagged_candidate(archive);
+    auto text = run_kforge({"inspect", archive});
+    INFO(text.out << text.err);
+    REQUIRE(text.exit_code == 0);
+    CHECK_THAT(text.out, Catch::Contains("Flagged: 1 correct candidate timed below the roofline floor"));
+    CHECK_THAT(text.out, Catch::Contains("3.90x") && Catch::Contains("not counted"));
+    CHECK_THAT(text.out, Catch::Contains("10.51 us is under the floor of 12.00 us"));
+    CHECK_THAT(text.out, Catch::Contains(fmt::format("accept it after re-measuring: kforge eval {} --candidate {} "
+                                                     "--held-out --accept",
+                                                     archive, flagged)));
+    Json report = inspect_json({"inspect", archive, "--json"});
+    REQUIRE(report["flagged"].size() == 1);
+    CHECK(report["flagged"][0]["id"] == flagged);
+    CHECK(report["flagged"][0]["accepted"] == false);
+    CHECK(report["flagged"][0]["fitness"].is_null());
+    CHECK(report["best"]["id"] != flagged);
+
+    auto html = run_kforge({"report", archive, "-o", (dir / "r.html").string()});
+    REQUIRE(html.exit_code == 0);
+    std::string page = read_file(dir / "r.html");
+    CHECK_THAT(page, Catch::Contains("Flagged: faster than the roofline floor") &&
+                         Catch::Contains("--candidate " + std::to_string(flagged) + " --held-out --accept"));
+
+    {
+        Archive writer = Archive::open(archive, OpenMode::write);
+        writer.accept_flagged_candidate(flagged, 3.0, Json{{"gpu", "NVIDIA H100 80GB HBM3"}}, {});
+    }
+    auto after = run_kforge({"inspect", archive});
+    INFO(after.out);
+    CHECK_THAT(after.out, Catch::Contains("accepted at 3.00x on NVIDIA H100 80GB HBM3"));
+    CHECK_THAT(after.out, Catch::Contains("best      #" + std::to_string(flagged) + ", fitness 3.00x"));
+}
+
+TEST_CASE("eval --accept refuses, before any GPU work, what it cannot accept", "[e2e][inspect]")
+{
+    TempDir dir;
+    auto archive = (dir / "run.kforge").string();
+    SampleIds ids = build_sample_archive(archive);
+    int64_t flagged = add_flagged_candidate(archive);
+    auto id = [](int64_t v) { return std::to_string(v); };
+
+    auto no_held_out = run_kforge({"eval", archive, "--candidate", id(flagged), "--accept"});
+    CHECK(no_held_out.exit_code == 2);
+    CHECK_THAT(no_held_out.err, Catch::Contains("--accept needs --held-out"));
+    auto quick = run_kforge({"eval", archive, "--candidate", id(flagged), "--held-out", "--quick", "--accept"});
+    CHECK(quick.exit_code == 2);
+    auto without_candidate = run_kforge({"eval", archive, "--accept"});
+    CHECK(without_candidate.exit_code == 2);
+    CHECK_THAT(without_candidate.err, Catch::Contains("--accept takes a run's candidate"));
+    auto with_file = run_kforge({"eval", archive, "x.cu", "--candidate", id(flagged)});
+    CHECK(with_file.exit_code == 2);
+
+    auto not_flagged = run_kforge({"eval", archive, "--candidate", id(ids.best), "--held-out", "--accept"});
+    CHECK(not_flagged.exit_code == 3);
+    CHECK_THAT(not_flagged.err, Catch::Contains("is not flagged as faster than the roofline floor"));
+    auto missing = run_kforge({"eval", archive, "--candidate", "9999", "--held-out", "--accept"});
+    CHECK(missing.exit_code == 3);
+    CHECK_THAT(missing.err, Catch::Contains("no candidate 9999"));
 }
 
 } // namespace kforge::test

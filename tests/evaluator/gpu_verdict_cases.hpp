@@ -21,6 +21,12 @@ struct VerdictCase {
     bool held_out = false;         // also verify on the held-out shapes
 };
 
+// The kernels of tests/fixtures/kernels/<task>/ (good_block_row.cu and the bad_*.cu hacks) in their
+// order (faults and a hang between kernels that must still evaluate normally) with the verdict each
+// must get; `input` and `output` are the task's input the hacks write into and the output they get
+// wrong, as the messages name them.
+std::vector<VerdictCase> hack_kernel_cases(const std::string& input, const std::string& output);
+
 // Submits every job and waits for all of them; results by ticket.
 std::map<uint64_t, Evaluation> evaluate_all(CandidateEvaluator& evaluator, const std::vector<EvalJob>& jobs);
 

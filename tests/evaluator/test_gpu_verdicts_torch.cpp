@@ -57,26 +57,7 @@ TEST_CASE("bad kernels on an imported PyTorch program get the same verdicts as o
     config.run_secret = 0x5eed;
     config.launch_deadline = std::chrono::milliseconds(3000);
     config.time_vendor_baselines = false; // torch eager is the baseline; torch.compile would take minutes
-    // The softmax order and verdicts (test_gpu_verdicts.cpp), with this program's names.
-    std::vector<test::VerdictCase> cases = {
-        {"good_block_row.cu", VerdictKind::correct, ""},
-        {"bad_compile_error.cu", VerdictKind::compile_error, "error"},
-        {"bad_illegal_address.cu", VerdictKind::runtime_error, "ILLEGAL_ADDRESS"},
-        {"good_block_row.cu", VerdictKind::correct, ""},
-        {"bad_infinite_loop.cu", VerdictKind::timeout, "did not finish"},
-        {"bad_out_of_bounds.cu", VerdictKind::runtime_error, "past the end of 'out0'"},
-        {"bad_writes_input.cu", VerdictKind::runtime_error, "modified the input 'scores'"},
-        {"bad_partial_output.cu", VerdictKind::incorrect, "never written"},
-        {"bad_data_race.cu", VerdictKind::incorrect, "output 'out0' is wrong"},
-        {"bad_device_state_cache.cu", VerdictKind::incorrect, "input set 2"},
-        {"bad_device_launch.cu", VerdictKind::compile_error, ""},
-        {"bad_tests_only.cu", VerdictKind::incorrect, "after the timed runs"},
-        {"bad_held_out_only.cu", VerdictKind::held_out_failed, "held-out", true},
-        {"bad_half_precision.cu", VerdictKind::compile_error, "reduced-precision"},
-        {"bad_truncated_precision.cu", VerdictKind::incorrect, "output 'out0' is wrong"},
-        {"bad_all_zeros.cu", VerdictKind::incorrect, "expected"},
-        {"bad_only_first_launch.cu", VerdictKind::incorrect, "after the timed runs"},
-        {"good_block_row.cu", VerdictKind::correct, "", true},
-    };
+    // The softmax kernels' verdicts, in the same order, with this program's names.
+    std::vector<test::VerdictCase> cases = test::hack_kernel_cases("scores", "out0");
     test::check_verdicts(task, test::fixtures_dir() / "kernels" / "logsumexp_argmax", cases, config);
 }

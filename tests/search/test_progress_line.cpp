@@ -38,3 +38,14 @@ TEST_CASE("the progress line shows the GPU's busy share, and each GPU's share an
     std::string three = render_progress_line(s);
     CHECK_THAT(three, Catch::EndsWith("3 GPUs 80% [gpu0 90%/5 gpu1 70%/4 r2/gpu0 lost 50%/3]"));
 }
+
+TEST_CASE("the progress line counts correct candidates flagged below the roofline floor", "[search]")
+{
+    ProgressSnapshot s;
+    s.done = 5;
+    s.budget = 10;
+    s.verdicts = {{VerdictKind::correct, 4}, {VerdictKind::incorrect, 1}};
+    CHECK_THAT(render_progress_line(s), Catch::Contains("4 correct, 1 failed |"));
+    s.flagged = 2;
+    CHECK_THAT(render_progress_line(s), Catch::Contains("4 correct, 1 failed, 2 flagged |"));
+}

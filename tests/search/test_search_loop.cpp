@@ -227,3 +227,42 @@ TEST_CASE("the reference and the seeds are planted in every island before any pr
             CHECK(c->parent_id.has_value()); // every island had elites to start from
         }
 }
+
+TEST_CASE("a flagged candidate a user accepted takes its cell when the run resumes, and the lead when fittest",
+          "[search]")
+{
+    clear_interrupt();
+    TempDir dir;
+    HarnessOptions options = model_run(40, 31);
+    options.scripted.suspicious_percent = 30;
+    options.scripted.variants = 500;
+    run_session(dir / "run.kforge", options);
+    int64_t flagged = 0;
+    {
+        Archive archive = Archive::open(dir / "run.kforge", OpenMode::write);
+        std::vector<Candidate> listed = archive.flagged_candidates();
+        REQUIRE_FALSE(listed.empty());
+        CHECK(archive.flagged_count() == static_cast<int64_t>(listed.size()));
+        flagged = listed.front().id;
+        for (const auto& elite : archive.elites())
+            CHECK(elite.candidate_id != flagged);
+        archive.accept_flagged_candidate(flagged, 100.0, Json{{"held_out", "passed"}}, {});
+    }
+    options.config.budgets.candidates = 44;
+    SearchOutcome resumed = run_session(dir / "run.kforge", options);
+    REQUIRE(resumed.best_id);
+    CHECK(*resumed.best_id == flagged);
+    CHECK(resumed.best_fitness == 100.0);
+    Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
+    bool placed = false;
+    for (const auto& elite : archive.elites())
+        placed = placed || elite.candidate_id == flagged;
+    CHECK(placed);
+    CHECK(archive.best_candidate()->id == flagged);
+
+    // Resuming again places nothing twice.
+    size_t placements = archive.elite_history().size();
+    options.config.budgets.candidates = 44;
+    run_session(dir / "run.kforge", options);
+    CHECK(Archive::open(dir / "run.kforge", OpenMode::read_only).elite_history().size() == placements);
+}

@@ -197,6 +197,12 @@ std::vector<double> ground_truth(const Task& task, const Shape& shape, std::map<
         }
         return y;
     }
+    if (name == "gelu_bf16") {
+        auto x = values(in, "x");
+        std::vector<double> y(x.size());
+        for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * 0.5 * std::erfc(-x[i] / std::sqrt(2.0));
+        return y;
+    }
     if (name == "reduce_sum_f32") {
         double s = 0;
         for (double v : values(in, "x")) s += v;

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Issue 20, part 2: does the search do N times the work on N GPUs? One device call of at most ~8
+# minutes on a machine with several GPUs (kinds nvidia-h100-x2 or nvidia-h100-x4; binaries carried
+# in .gpu/ by scripts/pack-gpu.sh).
+#
+# The GPU count comes from the machine (`nvidia-smi -L`): rows for 1 GPU, 2, 4, 8 ... up to what is
+# there (and the count itself when it is not a power of two), each in one process (`--gpus N`) and,
+# from 2 up, under `mpirun -n N` (one rank per GPU). `kforge_bench all --section scale` runs them:
+#  - fixed work: the same recorded softmax candidates on every row (distinct, correct, 6 to 8 param
+#    points each; tests/fixtures/replay/softmax_f32_scale.jsonl), a fresh CUBIN cache per row;
+#  - builtin: the builtin proposer with a fixed budget of candidates, fresh caches too.
+# Rows that would end past the time budget (KF_SCALE_DEADLINE, 430 s of rows) are left out and say
+# so: the fixed-work table comes first, it is the one the targets are about.
+# Targets (fixed work): >= 1.8x on 2 GPUs, >= 3.5x on 4, >= 6.5x on 8, each GPU >= 90% busy.
+#
+# Settings: KF_SCALE_GPUS (the counts, e.g. "1 2"), KF_SCALE_CANDIDATES (16 up to 2 GPUs, 24 on 4,
+# 32 on more), KF_SCALE_BUDGET (builtin candidates per row: 32 up to 2 GPUs, 24 beyond),
+# KF_SCALE_DEADLINE (seconds).
+# $OUT/results gets bench/results-format files (<gpu>-<date>.md and .json: the lead commits them),
+# scale.json (every row in full), bench.log and each row's optimize log. The short table printed
+# last is the result: GPUs, mode, wall s (the search's, first candidate to last record), speedup
+# over the one-GPU row, and each GPU's busy share.
+set -uo pipefail
+source "$(dirname "$0")/gpu-env.sh"
+out="${OUT:-/tmp/kforge-scale}"
+mkdir -p "$out/results"
+work=/tmp/kforge-scale-work
+rm -rf "$work" && mkdir -p "$work"
+[ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "${gpus:-0}" -lt 1 ]; then
+    echo "gpu-scale: nvidia-smi -L lists no GPU; nothing to measure"
+    exit 1
+fi
+counts=""
+for n in 1 2 4 8 16; do [ "$n" -le "$gpus" ] && counts="$counts $n"; done
+case " $counts " in *" $gpus "*) ;; *) counts="$counts $gpus" ;; esac
+counts="${KF_SCALE_GPUS:-${counts# }}"
+if [ "$gpus" -le 2 ]; then candidates=16 budget=32
+elif [ "$gpus" -le 4 ]; then candidates=24 budget=24
+else candidates=32 budget=24; fi
+candidates="${KF_SCALE_CANDIDATES:-$candidates}"
+budget="${KF_SCALE_BUDGET:-$budget}"
+deadline="${KF_SCALE_DEADLINE:-430}"
+echo "gpu-scale: $gpus GPU(s) listed; rows for: $counts; $candidates recorded candidates, builtin budget $budget, rows within ${deadline} s"
+nvidia-smi --query-gpu=index,name,clocks.max.sm --format=csv,noheader
+echo "cores: $(nproc)"
+
+mpirun_arg=()
+if command -v mpirun >/dev/null && [ -f "$here/.gpu/libkforge_mpi.so" ]; then
+    mpirun --version | head -1
+else
+    echo "gpu-scale: no mpirun or no .gpu/libkforge_mpi.so: the MPI rows are left out"
+    mpirun_arg=(--mpirun "")
+fi
+
+cd "$here"
+start=$(date +%s)
+# The deadline leaves out rows that would not fit; the timeout is the backstop for a row that hangs
+# (scale.json keeps the rows finished before it).
+# shellcheck disable=SC2086
+timeout -k 10 $((deadline + 90)) "$here/.gpu/kforge_bench" all --section scale --out "$work/results" \
+    --gpu-counts $counts --scale-candidates "$candidates" --scale-budget "$budget" --scale-deadline "$deadline" \
+    "${mpirun_arg[@]}" >"$out/results/bench.md" 2>"$out/results/bench.log"
+rc=$?
+echo "kforge_bench rc=$rc after $(($(date +%s) - start)) s$([ $rc -eq 124 ] && echo ' (timed out: the table has the rows done before)')"
+cp "$work"/results/*.md "$work"/results/*.json "$work"/results/archives/scale/scale.json "$out/results/" 2>/dev/null
+for log in "$work"/results/archives/scale/*/optimize.log; do
+    [ -f "$log" ] && cp "$log" "$out/results/$(basename "$(dirname "$log")").log"
+done
+grep -E "warn|error" "$out/results/bench.log" | head -10
+
+python3 - "$out/results/scale.json" <<'EOF'
+import json, sys
+try:
+    scale = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print(f"gpu-scale: no scale.json ({e}); see bench.log")
+    sys.exit(1)
+targets = {2: 1.8, 4: 3.5, 8: 6.5}
+print(f"\n{scale['task']} on {scale['device']} ({scale['gpus_visible']} visible); "
+      f"fixed work: {scale['candidates']} recorded candidates; builtin: a budget of {scale['budget']}")
+verdicts = []
+for table, title in (("builtin", "builtin proposer"), ("fixed", "fixed work")):
+    rows = [r for r in scale["rows"] if r["table"] == table]
+    print(f"\n{title}\n| GPUs | mode | wall s | speedup | busy % per GPU |\n|---:|---|---:|---:|---|")
+    for r in rows:
+        mode = "mpirun -n %d" % r["gpus"] if r["launch"] == "mpirun" else "one process"
+        if "skipped" in r or "error" in r:
+            print(f"| {r['gpus']} | {mode} | - | - | {r.get('skipped') or r.get('error')} |")
+            continue
+        busy = " ".join("%.0f" % (100 * g["busy"]) for g in r["per_gpu"])
+        speedup = "%.2fx" % r["speedup"] if r.get("speedup") else "-"
+        note = " (%s)" % r["note"] if "note" in r else ""
+        print(f"| {r['gpus']} | {mode} | {r['search_s']:.1f} | {speedup} | {busy}{note} |")
+        if table == "fixed" and r["gpus"] in targets:
+            ok = (r.get("speedup") or 0) >= targets[r["gpus"]] and r["least_busy"] >= 0.9 and "note" not in r
+            verdicts.append(f"{r['gpus']} GPUs, {mode}: {speedup} (target {targets[r['gpus']]}x), least busy "
+                            f"{100 * r['least_busy']:.0f}% (target 90%): {'MEETS' if ok else 'MISSES'}")
+print("\n" + ("\n".join(verdicts) if verdicts else "no multi-GPU fixed-work row was measured"))
+EOF

@@ -1,0 +1,137 @@
+// How the GPU evaluator spreads work over several GPUs, in-process over simulated GPUs
+// (evaluator/worker/gpu_simulator.hpp): a job that prefers a busy GPU runs on an idle one of the
+// same model, and idle GPUs take variants of a running sweep, which then decides exactly what it
+// decides on one GPU.
+#include "kf_catch.hpp"
+
+#include <cstdlib>
+#include <map>
+
+#include "core/task.hpp"
+#include "evaluator/evaluator.hpp"
+#include "test_support.hpp"
+#include "util/text.hpp"
+
+using namespace kforge;
+
+namespace {
+
+// KFORGE_SIMULATE_GPUS and KFORGE_SIMULATE_GPU_MS for the workers this test starts.
+class SimulatedGpus
+{
+public:
+    SimulatedGpus(const std::string& gpus, int unit_ms)
+    {
+        ::setenv("KFORGE_SIMULATE_GPUS", gpus.c_str(), 1);
+        ::setenv("KFORGE_SIMULATE_GPU_MS", std::to_string(unit_ms).c_str(), 1);
+    }
+    ~SimulatedGpus()
+    {
+        ::unsetenv("KFORGE_SIMULATE_GPUS");
+        ::unsetenv("KFORGE_SIMULATE_GPU_MS");
+    }
+};
+
+const Task& softmax()
+{
+    static const Task task = load_task(test::source_dir() / "tasks" / "softmax_f32.json");
+    return task;
+}
+
+std::string seed(const std::string& name)
+{
+    return read_file(test::source_dir() / "tasks" / "softmax_f32" / name);
+}
+
+std::unique_ptr<CandidateEvaluator> evaluator_over(const test::TempDir& cache)
+{
+    EvaluatorConfig config;
+    config.worker_executable = test::kforge_binary().string();
+    config.cache_dir = cache.path();
+    config.run_secret = 7;
+    return make_gpu_evaluator(softmax(), config);
+}
+
+std::map<uint64_t, Evaluation> collect_all(CandidateEvaluator& evaluator, size_t count, std::vector<uint64_t>* order = nullptr)
+{
+    std::map<uint64_t, Evaluation> results;
+    while (results.size() < count)
+        for (auto& r : evaluator.collect(std::chrono::seconds(5))) {
+            if (order)
+                order->push_back(r.ticket);
+            results[r.ticket] = std::move(r.evaluation);
+        }
+    return results;
+}
+
+} // namespace
+
+TEST_CASE("a job whose preferred GPU is busy runs at once on an idle GPU of the same model", "[evaluator][multigpu]")
+{
+    test::TempDir cache;
+    SimulatedGpus gpus("2", 400);
+    auto evaluator = evaluator_over(cache);
+    std::vector<GpuUsage> usage = evaluator->gpu_usage();
+    REQUIRE(usage.size() == 2);
+    const GpuIdentity& first = usage[0].gpu;
+
+    // A long job on the first GPU (a confirmation with profile and held-out shapes: 3.5 units), then
+    // a short one that also prefers the first GPU, as a confirmation prefers the GPU of its screen.
+    EvalJob busy;
+    busy.ticket = 1;
+    busy.source = seed("seed_warp_row.cu");
+    busy.options = EvalOptions{true, true, true, ParamPoint{{"WARPS", 4}, {"VEC", 4}}, false, first};
+    evaluator->submit(busy);
+    EvalJob waiting;
+    waiting.ticket = 2;
+    waiting.source = seed("seed_block_row.cu");
+    waiting.options.only_params = ParamPoint{{"BLOCK", 256}, {"VEC", 4}};
+    waiting.options.gpu = first;
+    evaluator->submit(waiting);
+
+    std::vector<uint64_t> order;
+    auto results = collect_all(*evaluator, 2, &order);
+    REQUIRE(results.at(1).gpu);
+    REQUIRE(results.at(2).gpu);
+    CHECK(*results.at(1).gpu == first);
+    CHECK_FALSE(*results.at(2).gpu == first);
+    CHECK(order.front() == 2); // it did not wait for the first GPU
+}
+
+TEST_CASE("idle GPUs take variants of a running sweep, and the sweep decides what it decides on one GPU",
+          "[evaluator][multigpu]")
+{
+    test::TempDir cache;
+    EvalJob job;
+    job.ticket = 1;
+    job.source = seed("seed_block_row.cu"); // 8 param points
+    Evaluation alone, helped;
+    std::vector<GpuUsage> one, three;
+    {
+        SimulatedGpus gpus("1", 100);
+        auto evaluator = evaluator_over(cache);
+        evaluator->submit(job);
+        alone = collect_all(*evaluator, 1).at(1);
+        one = evaluator->gpu_usage();
+    }
+    {
+        SimulatedGpus gpus("3", 100);
+        auto evaluator = evaluator_over(cache);
+        evaluator->submit(job);
+        helped = collect_all(*evaluator, 1).at(1);
+        three = evaluator->gpu_usage();
+    }
+    INFO(alone.verdict.message << " / " << helped.verdict.message);
+    CHECK(helped.verdict.kind == alone.verdict.kind);
+    CHECK(helped.best_params == alone.best_params);
+    CHECK(helped.fitness == alone.fitness);
+    CHECK(helped.metrics["sweep"] == alone.metrics["sweep"]);
+    REQUIRE(three.size() == 3);
+    int evaluated = 0, helpers = 0;
+    for (const auto& gpu : three) {
+        evaluated += gpu.evaluations > 0 ? 1 : 0;
+        helpers += gpu.evaluations == 0 && gpu.busy_s > 0 ? 1 : 0;
+    }
+    CHECK(evaluated == 1); // one GPU owns the job...
+    CHECK(helpers == 2);   // ...the two others ran some of its variants
+}
