@@ -62,6 +62,19 @@ ScaleSettings default_scale_settings();
 // row, so a run cut short still leaves what it measured.
 Json run_scale(const BenchOptions& options, const ScaleSettings& settings);
 
+// `suite`: problems per hour of `kforge suite run` (bundled tasks, builtin proposer, `time` each)
+// with 1, 2, 4, 8 GPUs (those present), with the speedup over one GPU and each GPU's busy and held
+// shares while problems remained.
+struct SuiteBenchSettings {
+    std::vector<std::string> tasks = {"axpy_f32",     "softmax_f32",   "layernorm_f32", "rmsnorm_bf16",
+                                      "reduce_sum_f32", "transpose_f32", "sgemm_f32",     "hgemm_bf16",
+                                      "spmv_csr_f32", "jacobi2d_f32",  "histogram_u8",  "scan_u32"};
+    std::vector<int> gpu_counts = {1, 2, 4, 8};
+    std::string time = "30s";      // --time of every problem
+    std::string archive_dir = "bench-archives/suite";
+};
+Json run_suite_bench(const BenchOptions& options, const SuiteBenchSettings& settings);
+
 // PyTorch eager and torch.compile at `task`'s bench shapes (bench/torch_baselines.py, torch.cpp):
 // {"available", "reason" (when not), "torch", "device", "shapes": {LABEL: {"eager": row, "compile":
 // row}}}, a row being {"ns", "check", "note"} or {"error"}.
@@ -75,6 +88,7 @@ std::string fidelity_markdown(const Json& fidelity);
 std::string throughput_markdown(const Json& throughput);
 std::string tasks_markdown(const Json& tasks);
 std::string scale_markdown(const Json& scale);
+std::string suite_markdown(const Json& suite);
 
 // Paths and helpers.
 std::string default_kforge_binary();

@@ -64,6 +64,8 @@ std::string results_markdown(const Json& json)
         body += "\n## Task suite, builtin proposer\n\n" + tasks_markdown(json.at("tasks"));
     if (json.contains("scale"))
         body += "\n## Scaling with the number of GPUs\n\n" + scale_markdown(json.at("scale"));
+    if (json.contains("suite"))
+        body += "\n## Suites: problems per hour against the number of GPUs\n\n" + suite_markdown(json.at("suite"));
     return body;
 }
 
@@ -134,15 +136,25 @@ int main(int argc, char** argv)
     add_scale_options(scale);
     scale->add_option("--archives", scale_settings.archive_dir, "folder for the runs' archives and logs")->capture_default_str();
 
+    SuiteBenchSettings suite_settings;
+    auto* suite_cmd = app.add_subcommand("suite", "problems per hour of `kforge suite run` against the number of GPUs");
+    suite_cmd->add_option("--suite-task", suite_settings.tasks, "bundled tasks of the suite")->capture_default_str();
+    suite_cmd->add_option("--suite-time", suite_settings.time, "--time of each problem")->capture_default_str();
+    suite_cmd->add_option("--gpu-counts", suite_settings.gpu_counts, "GPU counts to measure (those present)")
+        ->capture_default_str();
+    suite_cmd->add_option("--archives", suite_settings.archive_dir, "folder for the suite folders and logs")
+        ->capture_default_str();
+
     std::string out_dir = "bench/results";
     std::vector<std::string> sections = {"throughput", "fidelity", "tasks"};
     auto* all = app.add_subcommand("all", "throughput, fidelity and the task table; writes <out>/<gpu>-<date>.md and .json");
     all->add_option("--out", out_dir)->capture_default_str();
     all->add_option("--ncu", ncu)->capture_default_str();
-    all->add_option("--section", sections, "which sections to run (scale: on request)")
-        ->check(CLI::IsMember({"throughput", "fidelity", "tasks", "scale"}))
+    all->add_option("--section", sections, "which sections to run (scale, suite: on request)")
+        ->check(CLI::IsMember({"throughput", "fidelity", "tasks", "scale", "suite"}))
         ->capture_default_str();
     add_scale_options(all);
+    all->add_option("--suite-time", suite_settings.time, "suite: --time of each problem")->capture_default_str();
     all->add_option("--time", task_time, "wall time of each task's optimize run")->capture_default_str();
     all->add_option("--task", suite, "tasks of the task table")->capture_default_str();
 
@@ -168,6 +180,9 @@ int main(int argc, char** argv)
         } else if (*scale) {
             Json result = run_scale(options, scale_settings);
             fmt::print("{}", scale_markdown(result));
+        } else if (*suite_cmd) {
+            Json result = run_suite_bench(options, suite_settings);
+            fmt::print("{}", suite_markdown(result));
         } else if (*all) {
             auto wanted = [&](const char* name) { return std::find(sections.begin(), sections.end(), name) != sections.end(); };
             Json json = Json::object();
@@ -180,6 +195,10 @@ int main(int argc, char** argv)
             if (wanted("scale")) {
                 scale_settings.archive_dir = (std::filesystem::path(out_dir) / "archives" / "scale").string();
                 json["scale"] = run_scale(options, scale_settings);
+            }
+            if (wanted("suite")) {
+                suite_settings.archive_dir = (std::filesystem::path(out_dir) / "archives" / "suite").string();
+                json["suite"] = run_suite_bench(options, suite_settings);
             }
             std::string device = "gpu";
             for (const auto& section : json)

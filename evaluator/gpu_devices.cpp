@@ -19,7 +19,7 @@ int parse_index(const std::string& text, const std::string& whole)
     bool digits = !body.empty() && body.size() <= 4 &&
                   std::all_of(body.begin(), body.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits)
-        fail(ErrorKind::usage, "--gpus '{}': expected all, a count such as 4, or device indices such as 0,2,5", whole);
+        fail(ErrorKind::usage, "--gpus '{}': expected all, a count such as 4, or device indices such as 0,2,5 (one device: 2,)", whole);
     return std::stoi(body);
 }
 
@@ -40,7 +40,11 @@ GpuSelection parse_gpu_selection(const std::string& text)
         return selection;
     }
     selection.kind = GpuSelection::Kind::indices;
-    for (const auto& part : split(selection.text, ',')) {
+    // A trailing comma makes a list of one ("2," is device 2, where "2" is the first two devices).
+    std::string list = selection.text;
+    if (list.back() == ',' && list.size() > 1)
+        list.pop_back();
+    for (const auto& part : split(list, ',')) {
         int index = parse_index(part, text);
         if (std::find(selection.indices.begin(), selection.indices.end(), index) != selection.indices.end())
             fail(ErrorKind::usage, "--gpus '{}': device {} is listed twice", text, index);

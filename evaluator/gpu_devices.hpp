@@ -29,8 +29,8 @@ struct GpuSelection {
     std::string text = "all";      // as given, for messages and the run config
 };
 
-// "all", "N" (N >= 1) or a comma-separated list of indices ("0,2,5"). Throws Error(usage) naming
-// the flag and what was expected.
+// "all", "N" (N >= 1: the first N) or a comma-separated list of indices ("0,2,5"; "2," is the list
+// of device 2 alone). Throws Error(usage) naming the flag and what was expected.
 GpuSelection parse_gpu_selection(const std::string& text);
 
 // One device as a GPU worker listed it; `index` is its position in the list.

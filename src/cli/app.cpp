@@ -49,6 +49,7 @@ int run_cli(int argc, char** argv)
     add_task_command(app, slot);
     add_propose_command(app, slot);
     add_report_command(app, slot);
+    add_suite_command(app, slot);
     add_worker_command(app, slot);
 
     try {

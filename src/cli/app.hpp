@@ -28,6 +28,10 @@ void add_task_command(CLI::App& app, CommandSlot& slot);
 void add_task_import_command(CLI::App& task, CommandSlot& slot);
 void add_propose_command(CLI::App& app, CommandSlot& slot);
 void add_report_command(CLI::App& app, CommandSlot& slot);
+void add_suite_command(CLI::App& app, CommandSlot& slot);
+// `suite run` and `suite report`, registered under `suite` by add_suite_command.
+void add_suite_run_command(CLI::App& suite, CommandSlot& slot);
+void add_suite_report_command(CLI::App& suite, CommandSlot& slot);
 void add_worker_command(CLI::App& app, CommandSlot& slot);
 
 } // namespace kforge

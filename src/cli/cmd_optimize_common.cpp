@@ -94,9 +94,9 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
     cmd->add_option("--menus", o.menus_dir, "folder of optimisation menus (*.json) added to and overriding "
                                             "prompts/menus (also $KFORGE_MENUS)");
     cmd->add_option("--gpus", o.gpus,
-                    resume ? "GPUs to use: all, N (the first N) or indices such as 0,2,5 (default: the run's)"
-                           : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5; "
-                             "under mpirun, per host");
+                    resume ? "GPUs to use: all, N (the first N) or indices such as 0,2,5 (one device: 2,) (default: the run's)"
+                           : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5 "
+                             "(one device: 2,); under mpirun, per host");
 }
 
 Json RunConfig::to_json() const

@@ -244,6 +244,11 @@ std::string section(std::string_view id, std::string_view heading, const std::st
 
 } // namespace
 
+std::string_view report_style_sheet()
+{
+    return k_style;
+}
+
 std::string render_verdicts(const ReportData& data)
 {
     const Json& verdicts = data.inspect["verdicts"];

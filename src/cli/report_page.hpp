@@ -66,6 +66,9 @@ std::string render_gpus(const ReportData& data);
 // (cmd_report_techniques.cpp); "" for a run without plans.
 std::string render_techniques(const ReportData& data);
 
+// The page's style sheet (CSS without <style>), shared with `suite report`'s page.
+std::string_view report_style_sheet();
+
 // --- formatting and markup helpers (cmd_report_svg.cpp, html_table in cmd_report_tables.cpp) ---
 
 // "4,685,964": digits grouped by thousands.

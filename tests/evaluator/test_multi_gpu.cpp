@@ -46,7 +46,10 @@ TEST_CASE("--gpus takes all, a count or a list of indices, and refuses anything 
     GpuSelection listed = parse_gpu_selection("0, 2,5");
     CHECK(listed.kind == GpuSelection::Kind::indices);
     CHECK(listed.indices == std::vector<int>{0, 2, 5});
-    for (const char* bad : {"0", "-1", "two", "1,1", "0,,2", "1.5"})
+    GpuSelection one = parse_gpu_selection("2,"); // a list of one device, not the first two
+    CHECK(one.kind == GpuSelection::Kind::indices);
+    CHECK(one.indices == std::vector<int>{2});
+    for (const char* bad : {"0", "-1", "two", "1,1", "0,,2", "1.5", ",", "1,,"})
         CHECK_THROWS_WITH(parse_gpu_selection(bad), Catch::Contains("--gpus"));
 }
 

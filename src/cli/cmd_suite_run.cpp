@@ -1,0 +1,318 @@
+// `kforge suite run PATH... -o SUITE_DIR [--budget N] [--time T] [--max-cost USD] [--model M]...
+// [--gpus ...] [--shard I/N]`: many problems in one command (suite_runner.hpp says how).
+//
+// Everything that can be refused without running anything is refused first, in the order a user
+// fixes things: the flags, the problem files, the GPUs. Only then is the suite folder created or
+// its manifest changed, so a typo or a machine without a GPU leaves nothing behind. A re-run on the
+// same folder adds the PATHs it names to the problems already there (none is needed) and replaces
+// the settings it names; finished problems are skipped and interrupted ones resumed.
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "agents/model_spec.hpp"
+#include "cli/app.hpp"
+#include "cli/cmd_optimize_common.hpp"
+#include "cli/suite_manifest.hpp"
+#include "cli/suite_plan.hpp"
+#include "cli/suite_problems.hpp"
+#include "cli/suite_results.hpp"
+#include "cli/suite_runner.hpp"
+#include "evaluator/gpu_devices.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "util/mpi_world.hpp"
+#include "util/subprocess.hpp"
+#include "util/text.hpp"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SuiteRunOptions {
+    std::vector<std::string> paths;
+    std::string output;
+    std::string budget, time, max_cost;
+    std::vector<std::string> models;
+    std::string optimize_args;
+    std::string gpus = "all";
+    std::string shard;
+    bool retry_failed = false;
+    std::optional<int> parallel;
+    std::string knowledge;
+    bool no_knowledge = false;
+    std::string progress = "auto";
+    bool json = false;
+    std::optional<size_t> import_jobs;
+    double import_time_limit_s = 600;
+};
+
+// Flags the suite sets on each child itself; --optimize-args may not repeat them.
+const std::vector<std::string> k_suite_owned_flags = {"-o", "--output", "--archive", "--gpus", "--budget", "--time",
+                                                      "--max-cost", "--max-calls", "-m", "--model", "--progress",
+                                                      "--json", "--parallel", "--knowledge", "--no-knowledge"};
+
+// "I/N" -> (I, N).
+std::pair<int, int> parse_shard(const std::string& text)
+{
+    auto parts = split(text, '/');
+    try {
+        if (parts.size() == 2) {
+            size_t a = 0, b = 0;
+            int index = std::stoi(parts[0], &a), count = std::stoi(parts[1], &b);
+            if (a == parts[0].size() && b == parts[1].size() && count >= 1 && index >= 0 && index < count)
+                return {index, count};
+        }
+    } catch (const std::logic_error&) {
+    }
+    fail(ErrorKind::usage, "--shard '{}': expected I/N with 0 <= I < N, e.g. 0/4", text);
+}
+
+// The optimize flags to pass through, checked by optimize's own parser.
+std::vector<std::string> checked_optimize_args(const std::string& text)
+{
+    std::vector<std::string> args;
+    for (const auto& word : split(replace_all(replace_all(text, "\t", " "), "\n", " "), ' '))
+        if (!word.empty())
+            args.push_back(word);
+    for (const auto& arg : args) {
+        std::string flag = arg.substr(0, arg.find('='));
+        if (std::find(k_suite_owned_flags.begin(), k_suite_owned_flags.end(), flag) != k_suite_owned_flags.end())
+            fail(ErrorKind::usage, "--optimize-args: {} is set by the suite itself (use suite run's own flag)", flag);
+    }
+    CLI::App probe{"probe", "kforge"};
+    CommandSlot unused;
+    add_optimize_command(probe, unused);
+    std::vector<std::string> argv{"optimize", "problem.json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::reverse(argv.begin(), argv.end()); // CLI11 takes a vector last-argument-first
+    try {
+        probe.parse(argv);
+    } catch (const CLI::ParseError& e) {
+        fail(ErrorKind::usage, "--optimize-args '{}': {}", text, e.what());
+    }
+    return args;
+}
+
+// The settings this invocation names, over the stored ones.
+SuiteSettings merged_settings(SuiteSettings settings, const SuiteRunOptions& o)
+{
+    if (!o.budget.empty()) {
+        try {
+            size_t used = 0;
+            int64_t budget = std::stoll(o.budget, &used);
+            if (used != o.budget.size() || budget < 1)
+                throw std::invalid_argument(o.budget);
+            settings.budget = budget;
+        } catch (const std::logic_error&) {
+            fail(ErrorKind::usage, "--budget '{}': expected a number of candidates per problem (at least 1)", o.budget);
+        }
+    }
+    if (!o.time.empty()) {
+        parse_duration(o.time); // refuses a malformed one now
+        settings.time = o.time;
+    }
+    if (!o.max_cost.empty()) {
+        try {
+            size_t used = 0;
+            double cost = std::stod(o.max_cost, &used);
+            if (used != o.max_cost.size() || !(cost > 0))
+                throw std::invalid_argument(o.max_cost);
+            settings.max_cost = cost;
+        } catch (const std::logic_error&) {
+            fail(ErrorKind::usage, "--max-cost '{}': expected US dollars for the whole suite, above 0", o.max_cost);
+        }
+    }
+    if (!o.models.empty()) {
+        settings.models.clear();
+        for (const auto& text : o.models) {
+            ModelSpec spec = parse_model_spec(text); // refuses a malformed one now
+            std::string model = text;
+            if (spec.provider == "replay") {
+                std::error_code ec;
+                fs::path file = fs::absolute(spec.model).lexically_normal();
+                if (!fs::exists(file, ec))
+                    fail(ErrorKind::usage, "--model {}: no such file or folder", text);
+                if (!file.has_filename())
+                    file = file.parent_path(); // "replies/" -> "replies"
+                model = "replay:" + file.string() + (fs::is_directory(file, ec) ? "/" : "");
+            }
+            settings.models.push_back(model);
+        }
+        bool folder = std::any_of(settings.models.begin(), settings.models.end(), is_replay_folder_model);
+        if (folder && settings.models.size() > 1)
+            fail(ErrorKind::usage, "--model replay:DIR/ (recorded replies per problem) cannot be mixed with other models");
+    }
+    if (!o.optimize_args.empty())
+        settings.optimize_args = checked_optimize_args(o.optimize_args);
+    if (o.parallel)
+        settings.parallel = *o.parallel;
+    if (o.no_knowledge) {
+        settings.no_knowledge = true;
+        settings.knowledge.reset();
+    } else if (!o.knowledge.empty()) {
+        settings.no_knowledge = false;
+        settings.knowledge = fs::absolute(o.knowledge).string();
+    }
+    return settings;
+}
+
+ProgressMode progress_mode(const std::string& text)
+{
+    return text == "live" ? ProgressMode::live : text == "lines" ? ProgressMode::lines
+                                             : text == "quiet"   ? ProgressMode::quiet
+                                                                 : ProgressMode::automatic;
+}
+
+// True for an empty folder, or one holding only what a suite's creation makes (problems/, runs/,
+// logs/, the manifest, its lock, an atomic write's temporary): another shard starting the same
+// suite at this moment, whose manifest may not be written yet.
+bool holds_only_suite_layout(const fs::path& root)
+{
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+        std::string name = entry.path().filename().string();
+        if (name != "problems" && name != "runs" && name != "logs" && name != "suite.json" &&
+            name.rfind("suite.json.", 0) != 0)
+            return false;
+    }
+    return !ec;
+}
+
+std::string busy_lines(const Json& record)
+{
+    std::string text;
+    for (const auto& gpu : record.at("gpus"))
+        text += fmt::format("{}: busy {:.0f}% while problems remained ({} of {}); searching {:.0f}%, held by a run "
+                            "{:.0f}%; {} problem{}\n",
+                            gpu.at("label").get<std::string>(), 100 * gpu.at("busy").get<double>(),
+                            format_elapsed(gpu.at("busy_s").get<double>()), format_elapsed(gpu.at("window_s").get<double>()),
+                            100 * gpu.at("search").get<double>(), 100 * gpu.at("held").get<double>(),
+                            gpu.at("problems").get<int64_t>(), gpu.at("problems").get<int64_t>() == 1 ? "" : "s");
+    return text;
+}
+
+int run_suite(const SuiteRunOptions& o)
+{
+    SuiteRunConfig config;
+    std::tie(config.shard, config.shards) = o.shard.empty() ? std::pair<int, int>{0, 1} : parse_shard(o.shard);
+    MpiLaunch mpi = detect_mpi_launch();
+    if (mpi.detected && o.shard.empty() && mpi.expected_size > 1 && mpi.expected_rank >= 0) {
+        config.shard = mpi.expected_rank;
+        config.shards = mpi.expected_size;
+        log_info("{} started {} ranks: this one runs shard {}/{} (run one rank per host: ranks on one host would share "
+                 "its GPUs)",
+                 mpi.launcher, mpi.expected_size, config.shard, config.shards);
+    }
+    if (o.parallel && *o.parallel < 1)
+        fail(ErrorKind::usage, "--parallel: expected at least 1");
+    if (o.import_time_limit_s <= 0)
+        fail(ErrorKind::usage, "--import-time-limit: expected a number of seconds above 0");
+    fs::path root = fs::absolute(o.output).lexically_normal();
+    std::error_code ec;
+    bool resuming = fs::exists(root / "suite.json", ec);
+    if (!resuming && fs::exists(root, ec) && !fs::is_directory(root, ec))
+        fail(ErrorKind::usage, "-o {}: exists and is not a folder", o.output);
+    if (!resuming && fs::exists(root, ec) && !holds_only_suite_layout(root))
+        fail(ErrorKind::usage, "-o {}: a folder that is not empty and holds no suite (suite.json); choose a new or "
+                               "empty folder",
+             o.output);
+
+    // What to run: the stored settings and problems, with this invocation's on top.
+    SuiteSettings stored;
+    if (resuming)
+        stored = SuiteFolder(root, false).read()->settings;
+    SuiteSettings settings = merged_settings(stored, o);
+    std::vector<FoundProblem> found = find_problem_sources(o.paths);
+    if (!resuming && found.empty())
+        fail(ErrorKind::usage, "no problems: name PyTorch programs (.py), task specs (.json) or folders of them");
+
+    // Where to run it.
+    config.kforge = self_executable();
+    config.host = host_name();
+    config.gpus = select_gpus(list_visible_gpus(config.kforge), parse_gpu_selection(o.gpus), config.host);
+    config.retry_failed = o.retry_failed;
+    config.progress = progress_mode(o.progress);
+    config.import_jobs = o.import_jobs.value_or(std::clamp<size_t>(std::thread::hardware_concurrency() / 4, 1, 4));
+    config.import_time_limit_s = o.import_time_limit_s;
+
+    SuiteFolder folder(root, true);
+    size_t added = 0;
+    SuiteManifest manifest = folder.update([&](SuiteManifest& m) {
+        // Under the manifest's lock: a shard that created the suite meanwhile keeps its settings
+        // where this invocation names none.
+        m.settings = merged_settings(m.settings, o);
+        added = add_new_problems(m, found);
+    });
+    log_info("suite {}: {} problem{} ({} new), {}", root.string(), manifest.problems.size(),
+             manifest.problems.size() == 1 ? "" : "s", added,
+             settings.models.empty() ? std::string("the builtin proposer") : join(settings.models, ", "));
+
+    SuiteRunner runner(folder, config);
+    int code = runner.run();
+    // The table covers every problem of the suite (all shards), as `suite report` does.
+    std::optional<SuiteManifest> now = folder.read();
+    std::vector<ProblemResult> results;
+    for (const auto& p : now->problems)
+        results.push_back(read_problem_result(folder, p, epoch_now()));
+    SuiteSummary summary = summarize_suite(results);
+    Json record = runner.run_record();
+    if (o.json)
+        fmt::print("{}\n", Json{{"report", suite_report_json(root.string(), results, summary)}, {"run", record}}.dump(2));
+    else
+        fmt::print("{}{}", render_suite_text(results, summary), busy_lines(record));
+    std::fflush(stdout);
+    return code;
+}
+
+} // namespace
+
+void add_suite_run_command(CLI::App& suite, CommandSlot& slot)
+{
+    auto o = std::make_shared<SuiteRunOptions>();
+    auto* cmd = suite.add_subcommand("run", "optimize many problems, one run archive each, every GPU on a problem of its "
+                                            "own; resumable");
+    cmd->footer(
+        "PATH: PyTorch programs (.py, imported into SUITE_DIR/problems/), task specs (.json, used in place) or folders "
+        "of them (their top level, sorted). SUITE_DIR gets suite.json (the manifest), runs/<id>.kforge, logs/<id>.log.\n"
+        "Each problem runs as its own `kforge optimize` (or `kforge resume`) child on one GPU; with more problems than "
+        "GPUs each GPU works on a problem of its own. Run it again on the same SUITE_DIR (PATHs optional) to resume: "
+        "finished problems are skipped, interrupted ones resumed.\n"
+        "--model replay:DIR/ gives each problem DIR/<stem>.jsonl (the builtin proposer where there is none and the task "
+        "has seeds, else the problem is skipped).\n"
+        "Clusters: --shard I/N runs the problems whose index in the sorted list is I modulo N; several shards may share "
+        "one SUITE_DIR (under mpirun or srun each rank is a shard: one rank per host).\n"
+        "Exit codes: 0 every problem finished or skipped, 1 some failed, 2 usage, 3 bad input, 4 runtime failure (no "
+        "GPU), 130 interrupted (run it again to resume).");
+    cmd->add_option("PATH", o->paths, "problem files or folders (optional when SUITE_DIR holds a suite)");
+    cmd->add_option("-o,--output", o->output, "the suite folder (created, or resumed when it holds a suite)")->required();
+    cmd->add_option("--budget", o->budget, "candidates per problem (default: optimize's 100; with replay:DIR/, the "
+                                           "replies + seeds + 1)");
+    cmd->add_option("--time", o->time, "search time per problem, e.g. 20s, 10m (a resumed problem gets what is left)");
+    cmd->add_option("--max-cost", o->max_cost, "US dollars of model calls for the whole suite, shared out as problems "
+                                               "start");
+    cmd->add_option("-m,--model", o->models, "as for optimize, for every problem; replay:DIR/ gives each problem "
+                                             "DIR/<stem>.jsonl (default: builtin)");
+    cmd->add_option("--gpus", o->gpus, "GPUs to use, one problem each: all (default), N (the first N) or indices "
+                                       "0,2,5")
+        ->capture_default_str();
+    cmd->add_option("--shard", o->shard, "run only the problems whose index is I modulo N (I/N, e.g. 0/4)");
+    cmd->add_flag("--retry-failed", o->retry_failed, "run this shard's failed problems again");
+    cmd->add_option("--parallel", o->parallel, "model calls in flight per problem (optimize's --parallel)");
+    cmd->add_option("--knowledge", o->knowledge, "knowledge base of lessons for every run");
+    cmd->add_flag("--no-knowledge", o->no_knowledge, "runs neither read nor write the user-level knowledge base");
+    cmd->add_option("--optimize-args", o->optimize_args, "more `kforge optimize` flags for every new run, in one "
+                                                         "string, e.g. \"--islands 2 --no-repair\"");
+    cmd->add_option("--import-jobs", o->import_jobs, "PyTorch programs imported at once (default: cores / 4, 1 to 4)");
+    cmd->add_option("--import-time-limit", o->import_time_limit_s, "seconds one import may take")->capture_default_str();
+    cmd->add_option("--progress", o->progress, "auto (a live line on a terminal, [k/N] lines otherwise), live, lines, "
+                                               "quiet")
+        ->check(CLI::IsMember({"auto", "live", "lines", "quiet"}))
+        ->capture_default_str();
+    cmd->add_flag("--json", o->json, "print the final report (and this run's GPU use) as JSON");
+    cmd->callback([o, &slot] { slot = [o] { return run_suite(*o); }; });
+}
+
+} // namespace kforge

@@ -1,0 +1,700 @@
+// The suite supervisor's loop; see suite_runner.hpp for what it promises and why it is built so.
+//
+// Order of writes, which other processes rely on: a problem is claimed (its flock) before the
+// manifest says it runs, and the manifest says how it ended before the claim is released; so a
+// problem the manifest calls running with a free claim was left by a process that died.
+#include "cli/suite_runner.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "archive/archive.hpp"
+#include "cli/suite_problems.hpp"
+#include "cli/suite_results.hpp"
+#include "cli/table.hpp"
+#include "search/progress.hpp"
+#include "util/error.hpp"
+#include "util/interrupt.hpp"
+#include "util/log.hpp"
+#include "util/text.hpp"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto k_loop_period = std::chrono::milliseconds(100);
+constexpr auto k_usage_period = std::chrono::seconds(2);
+constexpr double k_min_cost_share_usd = 0.01; // below a cent, a share buys nothing: the problem is skipped
+
+double seconds_between(Clock::time_point a, Clock::time_point b)
+{
+    return std::chrono::duration<double>(b - a).count();
+}
+
+// The GPU busy time and model dollars a run archive records so far (zeros while it has none).
+struct ArchiveUse {
+    double busy_s = 0;
+    double wall_s = 0;   // the GPU's time in the run's sessions, from its start after the baselines
+    double cost_usd = 0;
+};
+
+ArchiveUse read_archive_use(const fs::path& path)
+{
+    ArchiveUse use;
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+        return use;
+    try {
+        Archive archive = Archive::open(path, OpenMode::read_only);
+        archive.atomically([&] {
+            for (const auto& gpu : archive.gpu_totals()) {
+                use.busy_s += gpu.usage.busy_s;
+                use.wall_s += gpu.usage.wall_s;
+            }
+            use.cost_usd = archive.llm_usage_total().cost_usd;
+        });
+    } catch (const Error& e) {
+        log_debug("{}: not readable yet: {}", path.string(), e.what());
+    }
+    return use;
+}
+
+uintmax_t file_size_or_zero(const fs::path& path)
+{
+    std::error_code ec;
+    uintmax_t size = fs::file_size(path, ec);
+    return ec ? 0 : size;
+}
+
+// The last "error: ..." line the child wrote to `log` after `offset` (its text after "error: "),
+// else its last line; "" when it wrote nothing.
+std::string last_error_in_log(const fs::path& log, uintmax_t offset)
+{
+    std::ifstream in(log);
+    in.seekg(static_cast<std::streamoff>(offset));
+    std::string line, error, last;
+    while (std::getline(in, line)) {
+        std::string text = trim(line);
+        if (text.empty())
+            continue;
+        last = text;
+        if (text.rfind("error: ", 0) == 0)
+            error = text.substr(7);
+    }
+    return truncate_text(error.empty() ? last : error, 600);
+}
+
+// Why a run that exited 0 stopped: the stop text of its --json summary.
+std::string stop_text(const fs::path& out)
+{
+    std::string text;
+    try {
+        text = read_file(out);
+    } catch (const Error&) {
+        return "finished";
+    }
+    Json summary = Json::parse(text.substr(std::min(text.find('{'), text.size())), nullptr, false);
+    if (summary.is_object() && summary.contains("stop") && summary["stop"].is_object())
+        return summary["stop"].value("text", std::string("finished"));
+    return "finished";
+}
+
+std::string random_token()
+{
+    std::random_device device;
+    return fmt::format("{:08x}{:08x}", device(), device());
+}
+
+void append_to_log(const fs::path& log, const std::string& text)
+{
+    std::ofstream out(log, std::ios::app);
+    out << text;
+}
+
+} // namespace
+
+std::optional<double> suite_cost_cap(const SuiteManifest& manifest, const std::string& id, double total_usd)
+{
+    const SuiteProblem* problem = manifest.find(id);
+    if (!problem)
+        return std::nullopt;
+    double left = total_usd - problem->cost_usd;
+    int64_t waiting = 1; // itself
+    for (const auto& q : manifest.problems) {
+        if (q.id == id)
+            continue;
+        if (q.state == ProblemState::running)
+            left -= q.sessions.empty() ? q.cost_usd : std::max(q.cost_usd, q.sessions.back().cost_cap.value_or(q.cost_usd));
+        else
+            left -= q.cost_usd;
+        waiting += q.state == ProblemState::waiting;
+    }
+    double share = left / static_cast<double>(waiting);
+    if (share < k_min_cost_share_usd)
+        return std::nullopt;
+    return problem->cost_usd + share;
+}
+
+struct SuiteRunner::Active {
+    std::string id;
+    bool import = false;
+    ChildProcess child;
+    FileLock claim;
+    Lane* lane = nullptr;
+    std::string command;
+    Clock::time_point started;
+    ArchiveUse before;   // what the archive held when this session started
+    ArchiveUse now;
+    uintmax_t log_offset = 0;
+};
+
+struct SuiteRunner::Lane {
+    VisibleGpu gpu;
+    std::string label;             // "gpu1"
+    Active* active = nullptr;
+    double busy_done = 0;          // busy time of its sessions that ended
+    double search_done = 0;        // their searches' time (held less each run's startup and ending)
+    double held_done = 0;          // time those sessions held it
+    std::optional<double> window_end; // seconds after the start when it found no problem left
+    int64_t problems = 0;
+};
+
+SuiteRunner::SuiteRunner(const SuiteFolder& folder, SuiteRunConfig config)
+    : m_folder(folder), m_config(std::move(config)), m_progress(m_config.progress)
+{
+    for (const auto& gpu : m_config.gpus)
+        m_lanes.push_back(Lane{gpu, fmt::format("gpu{}", gpu.index)});
+    m_token = random_token();
+}
+
+SuiteRunner::~SuiteRunner() = default;
+
+// ---------------------------------------------------------------------------------------------
+// The table of contents.
+
+int SuiteRunner::run()
+{
+    m_start = Clock::now();
+    m_started_epoch = epoch_now();
+    take_stock();
+    while (true) {
+        if (interrupt_requested() && !m_stopping)
+            begin_stop();
+        reap();
+        if (!m_stopping) {
+            start_imports();
+            start_runs();
+        }
+        refresh_usage(false);
+        if (m_active.empty() && (m_stopping || nothing_left()))
+            break;
+        m_progress.tick(status());
+        std::this_thread::sleep_for(k_loop_period);
+    }
+    m_progress.finish();
+    save_run_record();
+    if (m_stopping)
+        return k_exit_interrupted;
+    for (const auto& p : m_manifest.problems)
+        if (in_shard(p) && p.state == ProblemState::failed)
+            return k_exit_negative;
+    return k_exit_ok;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The steps.
+
+void SuiteRunner::take_stock()
+{
+    Json record = run_record();
+    m_manifest = m_folder.update([&](SuiteManifest& m) {
+        for (auto& p : m.problems) {
+            if (p.state == ProblemState::running && !file_lock_is_held(m_folder.claim_path(p.id))) {
+                p.state = ProblemState::waiting;
+                p.reason = "interrupted: the process that ran it ended";
+                if (!p.sessions.empty() && !p.sessions.back().ended_at)
+                    p.sessions.back().exit = "ended with the process that ran it";
+                p.cost_usd = std::max(p.cost_usd, read_archive_use(m_folder.resolve(p.archive)).cost_usd);
+            }
+            if (in_shard(p) && m_config.retry_failed && p.state == ProblemState::failed) {
+                p.state = ProblemState::waiting;
+                p.reason = "retried after: " + p.reason;
+            }
+        }
+        m.runs.push_back(record);
+    });
+    int64_t mine = 0;
+    for (const auto& p : m_manifest.problems) {
+        if (!in_shard(p))
+            continue;
+        ++mine;
+        if (p.state == ProblemState::finished || p.state == ProblemState::failed) {
+            ProblemResult result = read_problem_result(m_folder, p, epoch_now());
+            m_results[p.id] = DoneResult{result.correct(), result.correct() && result.vs_reference > 1.0};
+        }
+    }
+    std::string shard = m_config.shards > 1 ? fmt::format(" (shard {}/{})", m_config.shard, m_config.shards) : "";
+    m_progress.event(fmt::format("suite {}: {} problem{}{} on {} GPU{}", m_folder.root().string(), mine,
+                                 mine == 1 ? "" : "s", shard, m_lanes.size(), m_lanes.size() == 1 ? "" : "s"));
+}
+
+void SuiteRunner::reap()
+{
+    for (size_t i = 0; i < m_active.size();) {
+        Active& active = *m_active[i];
+        if (!active.child.poll()) {
+            ++i;
+            continue;
+        }
+        if (active.import)
+            end_import(active);
+        else
+            end_run(active);
+        m_active.erase(m_active.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+}
+
+void SuiteRunner::start_imports()
+{
+    size_t importing = std::count_if(m_active.begin(), m_active.end(), [](const auto& a) { return a->import; });
+    for (const auto& p : m_manifest.problems) {
+        if (importing >= m_config.import_jobs)
+            return;
+        if (!in_shard(p) || p.kind != ProblemKind::python || p.state != ProblemState::waiting || is_active(p.id) ||
+            m_settled.count(p.id) || problem_spec_ready(m_folder, p))
+            continue;
+        FileLock claim = FileLock::acquire(m_folder.claim_path(p.id), LockWait::try_once);
+        if (!claim.held()) {
+            m_settled.insert(p.id); // another process works on it
+            continue;
+        }
+        start_import(p, std::move(claim));
+        ++importing;
+    }
+}
+
+void SuiteRunner::start_runs()
+{
+    for (auto& lane : m_lanes) {
+        if (lane.active)
+            continue;
+        if (start_run_on(lane)) {
+            lane.window_end.reset();
+            continue;
+        }
+        bool remaining = std::any_of(m_manifest.problems.begin(), m_manifest.problems.end(),
+                                     [&](const SuiteProblem& p) { return may_start(p); });
+        if (!remaining && !lane.window_end)
+            lane.window_end = since_start();
+    }
+}
+
+void SuiteRunner::refresh_usage(bool force)
+{
+    auto now = Clock::now();
+    if (!force && now - m_last_usage < k_usage_period)
+        return;
+    m_last_usage = now;
+    for (auto& active : m_active)
+        if (!active->import)
+            active->now = read_archive_use(m_folder.resolve(m_manifest.find(active->id)->archive));
+}
+
+void SuiteRunner::begin_stop()
+{
+    m_stopping = true;
+    size_t runs = 0;
+    for (auto& active : m_active) {
+        if (active->import) {
+            active->child.kill(); // an import is cheap to redo; reap() records it
+        } else {
+            active->child.signal(SIGINT);
+            ++runs;
+        }
+    }
+    m_progress.event(fmt::format("stopping: {} run{} record{} what finishes within its grace period (up to 30 s); "
+                                 "Ctrl-C again leaves at once, resumable all the same",
+                                 runs, runs == 1 ? "" : "s", runs == 1 ? "s" : ""));
+}
+
+bool SuiteRunner::nothing_left() const
+{
+    return std::none_of(m_manifest.problems.begin(), m_manifest.problems.end(),
+                        [&](const SuiteProblem& p) { return may_start(p); });
+}
+
+SuiteStatus SuiteRunner::status() const
+{
+    SuiteStatus s;
+    s.elapsed_s = since_start();
+    s.stopping = m_stopping;
+    for (const auto& p : m_manifest.problems) {
+        bool active = is_active(p.id);
+        s.cost_usd += active ? 0 : p.cost_usd;
+        if (!in_shard(p))
+            continue;
+        ++s.total;
+        if (p.state == ProblemState::finished || p.state == ProblemState::failed ||
+            (p.state == ProblemState::skipped && m_settled.count(p.id))) {
+            ++s.done;
+            s.failed += p.state == ProblemState::failed;
+        } else if (!active) {
+            ++s.waiting;
+        }
+    }
+    for (const auto& active : m_active) {
+        s.running += !active->import;
+        s.importing += active->import;
+        s.cost_usd += active->now.cost_usd;
+    }
+    for (const auto& [id, result] : m_results) {
+        s.correct += result.correct;
+        s.fast1 += result.fast1;
+    }
+    double elapsed = since_start();
+    for (const auto& lane : m_lanes) {
+        SuiteLaneStatus l;
+        l.gpu = lane.label;
+        double busy = lane.busy_done;
+        if (lane.active) {
+            l.problem = lane.active->id;
+            l.running_s = seconds_between(lane.active->started, Clock::now());
+            busy += std::max(0.0, lane.active->now.busy_s - lane.active->before.busy_s);
+        }
+        double window = lane.window_end.value_or(elapsed);
+        l.busy = window > 0 ? busy / window : 0;
+        s.lanes.push_back(l);
+    }
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Starting and ending children.
+
+bool SuiteRunner::in_shard(const SuiteProblem& problem) const
+{
+    int index = m_manifest.index_of(problem.id);
+    return index >= 0 && index % m_config.shards == m_config.shard;
+}
+
+bool SuiteRunner::is_active(const std::string& id) const
+{
+    return std::any_of(m_active.begin(), m_active.end(), [&](const auto& a) { return a->id == id; });
+}
+
+// Whether this process could still start `problem`, now or once it is imported.
+bool SuiteRunner::may_start(const SuiteProblem& problem) const
+{
+    if (!in_shard(problem) || m_settled.count(problem.id))
+        return false;
+    if (problem.state != ProblemState::waiting && problem.state != ProblemState::skipped)
+        return false;
+    return !std::any_of(m_active.begin(), m_active.end(), [&](const auto& a) { return a->id == problem.id && !a->import; });
+}
+
+bool SuiteRunner::start_run_on(Lane& lane)
+{
+    for (size_t i = 0; i < m_manifest.problems.size(); ++i) {
+        SuiteProblem problem = m_manifest.problems[i]; // a copy: updates replace the manifest
+        if (!may_start(problem) || is_active(problem.id) || !problem_spec_ready(m_folder, problem))
+            continue;
+        FileLock claim = FileLock::acquire(m_folder.claim_path(problem.id), LockWait::try_once);
+        if (!claim.held()) {
+            m_settled.insert(problem.id); // another process works on it
+            continue;
+        }
+        ProblemLaunch launch = plan_launch(m_folder, problem, m_manifest.settings);
+        if (launch.outcome != ProblemLaunch::Outcome::run) {
+            ProblemState state = launch.outcome == ProblemLaunch::Outcome::finished  ? ProblemState::finished
+                                 : launch.outcome == ProblemLaunch::Outcome::skipped ? ProblemState::skipped
+                                                                                     : ProblemState::failed;
+            settle(problem, state, launch.reason, false);
+            continue;
+        }
+        std::optional<double> cap;
+        bool broke = false;
+        ProblemSession session;
+        session.command = launch.command;
+        session.host = m_config.host;
+        session.gpu = lane.gpu.index;
+        session.started_at = epoch_now();
+        m_manifest = m_folder.update([&](SuiteManifest& m) {
+            SuiteProblem* p = m.find(problem.id);
+            if (!p)
+                fail_runtime("{}: problem {} vanished from the manifest", m_folder.manifest_path().string(), problem.id);
+            if (launch.priced && m.settings.max_cost) {
+                cap = suite_cost_cap(m, p->id, *m.settings.max_cost);
+                if (!cap) {
+                    broke = true;
+                    return;
+                }
+            }
+            session.cost_cap = cap;
+            p->state = ProblemState::running;
+            p->reason.clear();
+            p->model = launch.model_label;
+            p->sessions.push_back(session);
+        });
+        if (broke) {
+            settle(problem, ProblemState::skipped,
+                   fmt::format("less than a cent of the suite's --max-cost ${:.2f} is left for it",
+                               m_manifest.settings.max_cost.value_or(0)),
+                   false);
+            continue;
+        }
+        auto active = std::make_unique<Active>();
+        active->id = problem.id;
+        active->command = launch.command;
+        active->lane = &lane;
+        active->claim = std::move(claim);
+        fs::path log = m_folder.resolve(problem.log);
+        std::vector<std::string> args = launch_arguments(launch, lane.gpu.index, cap);
+        append_to_log(log, fmt::format("\n== kforge suite, {}: {} {} ==\n", format_local_time(epoch_now()),
+                                       m_config.kforge, join(args, " ")));
+        active->log_offset = file_size_or_zero(log);
+        active->before = read_archive_use(m_folder.resolve(problem.archive));
+        active->now = active->before;
+        ChildSpec spec{m_config.kforge, args, {{"KFORGE_MPI", "off"}},
+                       m_folder.root() / "logs" / (problem.id + ".out"), log};
+        try {
+            active->child = ChildProcess::start(spec);
+        } catch (const Error& e) {
+            m_manifest = m_folder.update([&](SuiteManifest& m) {
+                if (SuiteProblem* p = m.find(problem.id)) {
+                    p->state = ProblemState::failed;
+                    p->reason = e.what();
+                    p->sessions.back().ended_at = epoch_now();
+                    p->sessions.back().exit = "did not start";
+                }
+            });
+            report_done(problem.id, "failed to start");
+            continue;
+        }
+        active->started = Clock::now();
+        lane.active = active.get();
+        ++lane.problems;
+        m_progress.event(fmt::format("{}: {} on {} with {}{}", problem.id, launch.command, lane.label,
+                                     launch.model_label, cap ? fmt::format(", up to ${:.2f}", *cap) : ""));
+        m_active.push_back(std::move(active));
+        return true;
+    }
+    return false;
+}
+
+void SuiteRunner::start_import(const SuiteProblem& problem, FileLock claim)
+{
+    fs::path spec = m_folder.resolve(problem.spec);
+    std::error_code ec;
+    fs::create_directories(spec.parent_path(), ec);
+    fs::path log = m_folder.resolve(problem.log);
+    std::vector<std::string> args{"task", "import", problem.source, "-o", spec.string(), "--force", "--time-limit",
+                                  fmt::format("{:.0f}", m_config.import_time_limit_s)};
+    append_to_log(log, fmt::format("\n== kforge suite, {}: {} {} ==\n", format_local_time(epoch_now()),
+                                   m_config.kforge, join(args, " ")));
+    auto active = std::make_unique<Active>();
+    active->id = problem.id;
+    active->import = true;
+    active->command = "import";
+    active->claim = std::move(claim);
+    active->log_offset = file_size_or_zero(log);
+    try {
+        active->child = ChildProcess::start(ChildSpec{m_config.kforge, args, {{"KFORGE_MPI", "off"}}, log, log});
+    } catch (const Error& e) {
+        settle(problem, ProblemState::failed, e.what(), false);
+        return;
+    }
+    active->started = Clock::now();
+    m_progress.event(fmt::format("{}: importing {}", problem.id, problem.source));
+    m_active.push_back(std::move(active));
+}
+
+void SuiteRunner::end_import(Active& active)
+{
+    const SuiteProblem* problem = m_manifest.find(active.id);
+    fs::path log = m_folder.resolve(problem->log);
+    double seconds = seconds_between(active.started, Clock::now());
+    if (active.child.exit_code() == 0 && problem_spec_ready(m_folder, *problem)) {
+        m_progress.event(fmt::format("{}: imported in {:.1f} s", active.id, seconds));
+        return;
+    }
+    if (m_stopping) {
+        m_progress.event(fmt::format("{}: import stopped", active.id));
+        return; // still waiting: the next run imports it again
+    }
+    std::string why = last_error_in_log(log, active.log_offset);
+    settle(*problem, ProblemState::failed,
+           fmt::format("import {}{}", active.child.exit_description(), why.empty() ? "" : ": " + why), false);
+}
+
+void SuiteRunner::end_run(Active& active)
+{
+    Lane& lane = *active.lane;
+    lane.active = nullptr;
+    const SuiteProblem* before = m_manifest.find(active.id);
+    fs::path log = m_folder.resolve(before->log);
+    active.now = read_archive_use(m_folder.resolve(before->archive));
+    double busy = std::max(0.0, active.now.busy_s - active.before.busy_s);
+    double search = std::max(0.0, active.now.wall_s - active.before.wall_s);
+    double held = seconds_between(active.started, Clock::now());
+    lane.busy_done += busy;
+    lane.search_done += search;
+    lane.held_done += held;
+    int code = active.child.exit_code();
+    ProblemState state = ProblemState::failed;
+    std::string reason;
+    if (code == k_exit_ok) {
+        state = ProblemState::finished;
+        reason = stop_text(m_folder.root() / "logs" / (active.id + ".out"));
+    } else if (code == k_exit_interrupted) {
+        state = ProblemState::waiting;
+        reason = "interrupted";
+        if (!m_stopping)
+            m_settled.insert(active.id); // stopped by someone else: not restarted by this process
+    } else {
+        std::string why = last_error_in_log(log, active.log_offset);
+        reason = fmt::format("kforge {} {}{}", active.command, active.child.exit_description(),
+                             why.empty() ? "" : ": " + why);
+    }
+    m_manifest = m_folder.update([&](SuiteManifest& m) {
+        SuiteProblem* p = m.find(active.id);
+        if (!p)
+            return;
+        p->state = state;
+        p->reason = reason;
+        p->cost_usd = active.now.cost_usd;
+        if (!p->sessions.empty()) {
+            ProblemSession& session = p->sessions.back();
+            session.ended_at = epoch_now();
+            session.exit_code = code;
+            session.exit = active.child.exit_description();
+            session.busy_s = busy;
+            session.search_s = search;
+        }
+    });
+    active.claim.release(); // only now: the manifest says how it ended
+    if (state == ProblemState::waiting) {
+        m_progress.event(fmt::format("{}: interrupted on {} after {}; `kforge suite run` resumes it", active.id,
+                                     lane.label, format_elapsed(held)));
+        return;
+    }
+    m_settled.insert(active.id);
+    report_done(active.id, fmt::format("{} on {} after {}", problem_state_name(state), lane.label, format_elapsed(held)));
+}
+
+void SuiteRunner::settle(const SuiteProblem& problem, ProblemState state, const std::string& reason, bool ran)
+{
+    m_manifest = m_folder.update([&](SuiteManifest& m) {
+        if (SuiteProblem* p = m.find(problem.id)) {
+            p->state = state;
+            p->reason = reason;
+        }
+    });
+    m_settled.insert(problem.id);
+    std::string how = state == ProblemState::finished && !ran ? std::string("finished earlier")
+                                                              : std::string(problem_state_name(state));
+    report_done(problem.id, how);
+}
+
+void SuiteRunner::report_done(const std::string& id, const std::string& how)
+{
+    ++m_done_here;
+    const SuiteProblem* problem = m_manifest.find(id);
+    ProblemResult result = read_problem_result(m_folder, *problem, epoch_now());
+    m_results[id] = DoneResult{result.correct(), result.correct() && result.vs_reference > 1.0};
+    int64_t done = 0, total = 0;
+    for (const auto& p : m_manifest.problems) {
+        if (!in_shard(p))
+            continue;
+        ++total;
+        done += p.state == ProblemState::finished || p.state == ProblemState::failed ||
+                (p.state == ProblemState::skipped && m_settled.count(p.id));
+    }
+    std::string text = fmt::format("{} {}", id, how);
+    if (problem->state == ProblemState::failed || problem->state == ProblemState::skipped) {
+        text += ": " + first_line(problem->reason, 300);
+    } else {
+        std::vector<std::string> parts;
+        if (result.correct()) {
+            parts.push_back(fmt::format("correct, {} {}", format_speedup(result.vs_reference),
+                                        result.torch ? "torch eager" : "the reference"));
+            if (result.vs_compile)
+                parts.push_back(fmt::format("{} torch.compile", format_speedup(result.vs_compile)));
+        } else {
+            parts.push_back(result.verdict.empty() ? "no candidate" : "no correct kernel (furthest: " + result.verdict + ")");
+        }
+        parts.push_back(fmt::format("{} candidate{}", result.candidates, result.candidates == 1 ? "" : "s"));
+        parts.push_back(fmt::format("${:.3f}", result.cost_usd));
+        text += ": " + join(parts, ", ");
+        if (!problem->reason.empty())
+            text += " (" + problem->reason + ")";
+    }
+    m_progress.done(done, total, text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The record of this process.
+
+double SuiteRunner::since_start() const
+{
+    return seconds_between(m_start, Clock::now());
+}
+
+Json SuiteRunner::run_record() const
+{
+    Json gpus = Json::array();
+    double elapsed = m_start == Clock::time_point{} ? 0 : since_start();
+    for (const auto& lane : m_lanes) {
+        double busy = lane.busy_done, search = lane.search_done, held = lane.held_done;
+        if (lane.active) {
+            busy += std::max(0.0, lane.active->now.busy_s - lane.active->before.busy_s);
+            search += std::max(0.0, lane.active->now.wall_s - lane.active->before.wall_s);
+            held += seconds_between(lane.active->started, Clock::now());
+        }
+        double window = lane.window_end.value_or(elapsed);
+        auto share = [window](double part) { return window > 0 ? std::min(1.0, part / window) : 0.0; };
+        gpus.push_back(Json{{"index", lane.gpu.index},
+                            {"label", lane.label},
+                            {"name", lane.gpu.facts.name},
+                            {"busy_s", busy},
+                            {"search_s", search},
+                            {"held_s", held},
+                            {"window_s", window},
+                            {"busy", share(busy)},
+                            {"search", share(search)},
+                            {"held", share(held)},
+                            {"problems", lane.problems}});
+    }
+    return Json{{"token", m_token},
+                {"host", m_config.host},
+                {"pid", static_cast<int64_t>(::getpid())},
+                {"shard", fmt::format("{}/{}", m_config.shard, m_config.shards)},
+                {"started_at", m_started_epoch},
+                {"ended_at", m_start == Clock::time_point{} ? Json() : Json(epoch_now())},
+                {"elapsed_s", elapsed},
+                {"interrupted", m_stopping},
+                {"problems_done", m_done_here},
+                {"gpus", gpus}};
+}
+
+void SuiteRunner::save_run_record()
+{
+    Json record = run_record();
+    m_manifest = m_folder.update([&](SuiteManifest& m) {
+        for (auto& run : m.runs)
+            if (run.value("token", std::string()) == m_token) {
+                run = record;
+                return;
+            }
+        m.runs.push_back(record);
+    });
+}
+
+} // namespace kforge
