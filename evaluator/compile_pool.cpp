@@ -34,6 +34,7 @@
 #include "evaluator/compile/cubin_info.hpp"
 #include "evaluator/compile/compile_record.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 #include "util/log.hpp"
 #include "util/subprocess.hpp"
 
@@ -341,7 +342,7 @@ CompileResult CompilePool::compile(const CompileRequest& request)
 int run_compile_worker()
 {
     ParentChannel channel = ParentChannel::adopt();
-    std::signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group; the controller decides
+    leave_interrupts_to_controller();
     enter_root_directory();
     const char* hooks = std::getenv(k_test_hooks_env);
     bool test_hooks = hooks && std::string_view(hooks) == "1";

@@ -1,6 +1,7 @@
-// The test runner: Catch2 plus gates for [gpu], [browser] and [recorded]. When the selected tests
-// include such ones and what they need (a CUDA device, chromium, a recorded archive) is missing
-// here, it says why and exits 77, which CTest reports as "skipped".
+// The test runner: Catch2 plus gates for [gpu], [browser], [recorded], [mpi], [torch] and [slurm].
+// When the selected tests include such ones and what they need (a CUDA device, chromium, a
+// recorded archive, SLURM's daemons, ...) is missing here, it says why and exits 77, which CTest
+// reports as "skipped".
 #define CATCH_CONFIG_RUNNER
 #include "kf_catch.hpp"
 
@@ -10,6 +11,7 @@
 #include <csignal>
 #include <thread>
 
+#include "slurm_cluster.hpp"
 #include "test_support.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
 #include "util/subprocess.hpp"
@@ -75,6 +77,8 @@ int main(int argc, char** argv)
         {"[recorded]", "a recorded run archive", kforge::test::recorded_unavailable_reason},
         {"[mpi]", "mpirun and a kforge built with MPI", kforge::test::mpi_unavailable_reason},
         {"[torch]", "a python3 that imports torch", kforge::test::torch_unavailable_reason},
+        {"[slurm]", "a one-node SLURM cluster (munge and SLURM's daemons, root, MPI)",
+         kforge::test::slurm_unavailable_reason},
     };
     for (const Gate& gate : gates) {
         bool selected = false;

@@ -141,10 +141,25 @@ MpiLaunch detect_mpi_launch()
         launch.expected_size = env_int("OMPI_COMM_WORLD_SIZE", 0);
         launch.expected_rank = env_int("OMPI_COMM_WORLD_RANK", -1);
         launch.survives_rank_loss = env("OMPI_MCA_orte_enable_recovery") == "1";
+        if (!launch.survives_rank_loss)
+            launch.rank_loss_warning =
+                fmt::format("mpirun was started without --enable-recovery: if one rank dies, Open MPI ends every rank "
+                            "(the archive stays resumable). To let the run go on without it: mpirun --enable-recovery "
+                            "-n {} kforge ...",
+                            launch.expected_size);
     } else if (!env("PMIX_RANK").empty()) {
         launch.launcher = "a PMIx launcher";
         launch.expected_size = env_int("SLURM_STEP_NUM_TASKS", 0);
         launch.expected_rank = env_int("PMIX_RANK", -1);
+        if (!env("SLURM_STEP_ID").empty()) {
+            launch.launcher = "SLURM's srun --mpi=pmix";
+            launch.survives_rank_loss = false;
+            launch.rank_loss_warning =
+                "under srun --mpi=pmix, SLURM ends the whole job step if one task dies (its PMIx plugin kills the step; "
+                "--kill-on-bad-exit=0 does not prevent that). The archive stays resumable: srun ... kforge resume "
+                "ARCHIVE. For a run that outlives a lost host, start it inside the allocation with mpirun "
+                "--enable-recovery --bind-to none (docs/cluster.md)";
+        }
     } else if (!env("PMI_SIZE").empty()) {
         launch.launcher = "a PMI launcher";
         launch.expected_size = env_int("PMI_SIZE", 0);

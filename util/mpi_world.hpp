@@ -18,7 +18,10 @@
 // whoever waits for it hears so at once. Heartbeats run in a star: rank 0 and each other rank.
 // That a lost rank does not take the job down with it is the launcher's part: Open MPI's mpirun
 // needs --enable-recovery (else it kills every rank when one dies), which MpiLaunch reports; that
-// the survivors are not held at the end by the dead one is MPI_Finalize's (see finalize()).
+// the survivors are not held at the end by the dead one is MPI_Finalize's (see finalize()). SLURM's
+// srun --mpi=pmix cannot: its PMIx plugin kills the whole job step (SIGKILL) when a task's
+// connection to slurmstepd drops without PMIx_Finalize, whatever --kill-on-bad-exit says, so
+// there a dead task ends the step and the run continues with `resume` (docs/cluster.md).
 #pragma once
 
 #include <chrono>
@@ -29,12 +32,14 @@ namespace kforge {
 
 struct MpiLaunch {
     bool detected = false;
-    std::string launcher;        // "Open MPI's mpirun", "a PMIx launcher", "a PMI launcher", "SLURM's srun"
+    std::string launcher;        // "Open MPI's mpirun", "SLURM's srun --mpi=pmix", "a PMIx launcher", "a PMI
+                                 // launcher", "SLURM's srun"
     int expected_size = 0;       // ranks the environment announces
     int expected_rank = -1;      // this process's rank, when the environment says
-    // false only when Open MPI's mpirun started us without --enable-recovery: one dead rank then
-    // ends the whole job
+    // false when one dead rank ends the whole job: Open MPI's mpirun without --enable-recovery,
+    // SLURM's srun --mpi=pmix; `rank_loss_warning` then says so and what to do instead
     bool survives_rank_loss = true;
+    std::string rank_loss_warning;
 };
 
 // Reads the environment only. KFORGE_MPI=off turns detection off (a job step that runs independent

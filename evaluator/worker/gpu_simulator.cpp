@@ -2,7 +2,6 @@
 #include "evaluator/worker/gpu_simulator.hpp"
 
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -14,6 +13,7 @@
 #include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
 #include "util/hash.hpp"
+#include "util/interrupt.hpp"
 #include "util/subprocess.hpp"
 #include "util/text.hpp"
 
@@ -264,7 +264,7 @@ std::vector<DeviceFacts> simulated_devices(const std::string& spec)
 int run_simulated_gpu_worker()
 {
     ParentChannel channel = ParentChannel::adopt();
-    std::signal(SIGINT, SIG_IGN); // as the real worker: Ctrl-C is the controller's to handle
+    leave_interrupts_to_controller();
     SimulatedGpu gpu;
     while (auto frame = channel.receive()) {
         Json reply;

@@ -2,7 +2,6 @@
 // fds 3/4 (worker_protocol.hpp) until the controller closes the pipe, and exits after any reply that
 // says its context is unusable, so the controller can start a clean one.
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <memory>
 
@@ -18,6 +17,7 @@
 #include "evaluator/worker/vendor_baseline.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
 #include "util/crash_trace.hpp"
+#include "util/interrupt.hpp"
 #include "util/subprocess.hpp"
 
 namespace kforge {
@@ -307,7 +307,7 @@ int run_gpu_worker()
         return run_simulated_gpu_worker();
     ParentChannel channel = ParentChannel::adopt();
     install_crash_trace("kforge GPU worker");
-    std::signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group; the controller decides
+    leave_interrupts_to_controller();
     WorkerState state;
     while (auto frame = channel.receive()) {
         Json reply;

@@ -389,9 +389,7 @@ std::unique_ptr<MpiWorld> join_mpi_launch()
         log_info("MPI: {} ranks ({}); rank 0 runs the search, ranks 1 to {} serve the GPUs of their hosts",
                  world->size(), world->library(), world->size() - 1);
         if (!launch.survives_rank_loss)
-            log_warn("mpirun was started without --enable-recovery: if one rank dies, Open MPI ends every rank (the "
-                     "archive stays resumable). To let the run go on without it: mpirun --enable-recovery -n {} kforge ...",
-                     world->size());
+            log_warn("{}", launch.rank_loss_warning);
     }
     return world;
 }

@@ -89,7 +89,7 @@ double parse_duration(const std::string& text);
 // Under an MPI launcher (util/mpi_world.hpp), joins the MPI world; null on a plain run, which never
 // touches MPI. Throws Error(runtime) when the launch cannot work (kforge built without MPI, a
 // launcher that gives every task a world of its own). Rank 0 warns when a dead rank would end the
-// whole job (Open MPI's mpirun without --enable-recovery).
+// whole job (Open MPI's mpirun without --enable-recovery, SLURM's srun --mpi=pmix).
 std::unique_ptr<MpiWorld> join_mpi_launch();
 
 // Rank 0's hold on the MPI world for one command: whatever way the command ends, the evaluation
