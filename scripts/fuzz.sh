@@ -63,6 +63,11 @@ for target in "${targets[@]}"; do
         echo "fuzz: no target '$target' (targets: ${all_targets[*]})" >&2
         exit 2
     fi
+    if [ -z "$(ls -A "fuzz/corpus/$target" 2>/dev/null)" ]; then
+        # A seed file ignored by git (an archive is a *.kforge) once went missing from a clone.
+        echo "fuzz: the seed corpus fuzz/corpus/$target is missing or empty (is a seed ignored by .gitignore?)" >&2
+        exit 2
+    fi
     work=build/fuzz/corpus/$target
     findings=build/fuzz/findings/$target
     mkdir -p "$work" "$findings"
