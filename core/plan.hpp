@@ -39,6 +39,7 @@
 namespace kforge {
 
 // A TMA descriptor of a task tensor, built by the GPU worker (cuTensorMapEncodeTiled) per launch.
+inline constexpr size_t k_tensor_map_bytes = 128; // sizeof(CUtensorMap), passed by value
 struct PlanTensorMap {
     std::string tensor;          // a task tensor argument
     std::vector<Expr> box;       // elements per bulk copy, one per dimension, row-major order

@@ -102,6 +102,7 @@ std::vector<unsigned char> encode_tensor_map(const ResolvedArg& arg, CUdeviceptr
         throw CudaError(r, fmt::format("cuTensorMapEncodeTiled for the tensor map of '{}' (box {}, swizzle {}): {}",
                                        arg.name, fmt::join(arg.map_box, "x"), arg.map_swizzle,
                                        describe_cuda_error(r)));
+    static_assert(sizeof map == k_tensor_map_bytes, "the argument check counts a tensor map as k_tensor_map_bytes");
     std::vector<unsigned char> bytes(sizeof map);
     std::memcpy(bytes.data(), &map, sizeof map);
     return bytes;
