@@ -53,6 +53,26 @@ std::array<Expr, 3> parse_dim3(const JsonReader& field)
 PlanArg parse_plan_arg(const JsonReader& field)
 {
     PlanArg arg;
+    if (field.is_object() && field.find("tensor_map")) {
+        field.allow_only({"tensor_map", "box", "swizzle"});
+        PlanTensorMap map;
+        map.tensor = field.at("tensor_map").as_string();
+        const JsonReader box = field.at("box");
+        size_t rank = box.size();
+        if (rank < 1 || rank > 5)
+            box.fail(fmt::format("expected 1 to 5 box extents (one per dimension of the tensor), found {}", rank));
+        for (size_t i = 0; i < rank; ++i)
+            map.box.push_back(parse_expr_field(box.at(i)));
+        if (auto swizzle = field.find("swizzle")) {
+            int64_t bytes = swizzle->as_int();
+            if (bytes != 0 && bytes != 32 && bytes != 64 && bytes != 128)
+                swizzle->fail(fmt::format("expected 0, 32, 64 or 128 (bytes), found {}", bytes));
+            map.swizzle = static_cast<int>(bytes);
+        }
+        arg.text = fmt::format("tensor_map({})", map.tensor);
+        arg.tensor_map = std::move(map);
+        return arg;
+    }
     if (field.is_object()) {
         field.allow_only({"value", "dtype"});
         arg.text = field.at("value").as_expr_text();

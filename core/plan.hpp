@@ -15,7 +15,12 @@
 //
 // A launch argument is the name of a task argument (tensor or scalar) or of a scratch buffer, or an
 // expression passed as a 32-bit int; `{"value": "expr", "dtype": "i64"}` chooses another integer
-// type. A launch may `"repeat": "expr"` times with the loop index `iter` usable in its argument
+// type. `{"tensor_map": "A", "box": ["BM", "64"], "swizzle": 128}` passes a 128-byte TMA
+// descriptor (CUtensorMap) of task tensor A by value, for `cp.async.bulk.tensor`: the whole tensor
+// as its global extent, a box (one integer expression per dimension, in the tensor's own row-major
+// order) copied per bulk copy, a shared-memory swizzle of 0, 32, 64 or 128 bytes; elements outside
+// the tensor read as zero. The kernel declares it `const __grid_constant__` of a 64-byte-aligned
+// 128-byte type. A launch may `"repeat": "expr"` times with the loop index `iter` usable in its argument
 // expressions, and `"swap": ["a", "b"]` exchanges two buffers after every iteration (ping-pong).
 #pragma once
 
@@ -33,10 +38,19 @@
 
 namespace kforge {
 
+// A TMA descriptor of a task tensor, built by the GPU worker (cuTensorMapEncodeTiled) per launch.
+inline constexpr size_t k_tensor_map_bytes = 128; // sizeof(CUtensorMap), passed by value
+struct PlanTensorMap {
+    std::string tensor;          // a task tensor argument
+    std::vector<Expr> box;       // elements per bulk copy, one per dimension, row-major order
+    int swizzle = 0;             // bytes: 0 (none), 32, 64 or 128
+};
+
 struct PlanArg {
     std::string text;            // as written, for messages
     std::optional<Expr> value;   // set when the argument is an expression, not a name
     DType dtype = DType::i32;    // type of an expression argument
+    std::optional<PlanTensorMap> tensor_map; // set for a {"tensor_map": ...} argument
 };
 
 struct PlanLaunch {

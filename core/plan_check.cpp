@@ -53,7 +53,88 @@ int64_t eval_checked(const Expr& expr, const ExprScope& scope, const std::string
     }
 }
 
+// A tensor map names an input or output tensor (not scratch: its shape is not known), has one box
+// extent per dimension over known names, and an element type the TMA unit copies.
+void validate_tensor_map(const Task& task, const PlanLaunch& launch, const PlanTensorMap& map,
+                         const std::set<std::string>& names, const std::string& where)
+{
+    const ArgSpec* spec = task.find_arg(map.tensor);
+    if (!spec || !spec->is_tensor)
+        plan_fail(fmt::format("{}: tensor_map '{}' must name a tensor argument of the task", where, map.tensor));
+    if (map.box.size() != spec->shape.size())
+        plan_fail(fmt::format("{}: tensor_map '{}' has {} box extents, but the tensor has {} dimensions", where,
+                              map.tensor, map.box.size(), spec->shape.size()));
+    if (spec->shape.size() > 5)
+        plan_fail(fmt::format("{}: tensor_map '{}': TMA handles at most 5 dimensions", where, map.tensor));
+    if (!tensor_map_dtype_supported(spec->dtype))
+        plan_fail(fmt::format("{}: tensor_map '{}': TMA cannot copy {} elements", where, map.tensor,
+                              dtype_name(spec->dtype)));
+    if (launch.swap && (launch.swap->first == map.tensor || launch.swap->second == map.tensor))
+        plan_fail(fmt::format("{}: tensor_map '{}' of a swapped buffer is not supported", where, map.tensor));
+    for (size_t d = 0; d < map.box.size(); ++d)
+        require_known(map.box[d], names, fmt::format("{}.box[{}]", where, d));
+}
+
+// The numbers of one tensor map at one shape, checked against what cuTensorMapEncodeTiled accepts,
+// so a bad box is a plan error naming the argument rather than a driver error at launch.
+void resolve_tensor_map(const Task& task, const PlanTensorMap& map, const ExprScope& scope,
+                        const std::string& where, ResolvedArg& out)
+{
+    const ArgSpec* spec = task.find_arg(map.tensor);
+    const size_t rank = spec->shape.size();
+    const int64_t element = static_cast<int64_t>(dtype_size(spec->dtype));
+    out.kind = ResolvedArg::Kind::tensor_map;
+    out.name = map.tensor;
+    out.dtype = spec->dtype;
+    out.map_swizzle = map.swizzle;
+    uint64_t stride = static_cast<uint64_t>(element);
+    for (size_t i = 0; i < rank; ++i) {
+        const size_t d = rank - 1 - i; // innermost first
+        int64_t extent = eval_checked(spec->shape[d], scope, fmt::format("{}: shape of '{}'", where, map.tensor));
+        int64_t box = eval_checked(map.box[d], scope, fmt::format("{}: box[{}]", where, d));
+        if (box < 1 || box > 256)
+            plan_fail(fmt::format("{}: tensor_map '{}' box[{}] = {}, outside 1..256", where, map.tensor, d, box));
+        if (extent > (int64_t{1} << 32))
+            plan_fail(fmt::format("{}: tensor_map '{}': extent {} of dimension {} is over 2^32", where, map.tensor,
+                                  extent, d));
+        if (i > 0) {
+            if (stride % 16 != 0 || stride >= (uint64_t{1} << 40))
+                plan_fail(fmt::format("{}: tensor_map '{}': the stride of dimension {} is {} bytes; TMA needs a "
+                                      "multiple of 16 below 2^40",
+                                      where, map.tensor, d, stride));
+            out.map_strides.push_back(stride);
+        }
+        out.map_dims.push_back(static_cast<uint64_t>(extent));
+        out.map_box.push_back(static_cast<uint32_t>(box));
+        stride *= static_cast<uint64_t>(extent);
+    }
+    const int64_t inner_bytes = int64_t{out.map_box[0]} * element;
+    if (inner_bytes % 16 != 0)
+        plan_fail(fmt::format("{}: tensor_map '{}': the innermost box is {} bytes; TMA needs a multiple of 16",
+                              where, map.tensor, inner_bytes));
+    if (map.swizzle > 0 && inner_bytes > map.swizzle)
+        plan_fail(fmt::format("{}: tensor_map '{}': the innermost box is {} bytes, over the {}-byte swizzle span",
+                              where, map.tensor, inner_bytes, map.swizzle));
+}
+
 } // namespace
+
+bool tensor_map_dtype_supported(DType dtype)
+{
+    switch (dtype) {
+    case DType::u8:
+    case DType::u16:
+    case DType::u32:
+    case DType::i32:
+    case DType::u64:
+    case DType::i64:
+    case DType::f16:
+    case DType::bf16:
+    case DType::f32:
+    case DType::f64: return true;
+    default: return false;
+    }
+}
 
 void validate_plan(const Task& task, const Plan& plan, const std::vector<std::string>& kernel_names)
 {
@@ -109,6 +190,10 @@ void validate_plan(const Task& task, const Plan& plan, const std::vector<std::st
             std::string arg_where = fmt::format("{}.args[{}]", where, a);
             if (arg.value) {
                 require_known(*arg.value, launch_ints, arg_where);
+                continue;
+            }
+            if (arg.tensor_map) {
+                validate_tensor_map(task, launch, *arg.tensor_map, launch_ints, arg_where);
                 continue;
             }
             const std::string& name = arg.text;
@@ -212,6 +297,11 @@ ResolvedPlan resolve_plan(const Task& task, const Plan& plan, const Shape& shape
                 const auto& arg = launch.args[a];
                 std::string arg_where = fmt::format("{}: args[{}]", where, a);
                 ResolvedArg out;
+                if (arg.tensor_map) {
+                    resolve_tensor_map(task, *arg.tensor_map, iter_scope, arg_where, out);
+                    one.args.push_back(std::move(out));
+                    continue;
+                }
                 if (arg.value) {
                     out.kind = ResolvedArg::Kind::scalar;
                     out.name = arg.text;

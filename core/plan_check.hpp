@@ -27,12 +27,18 @@ inline constexpr int64_t k_max_block_z = 64;
 void validate_plan(const Task& task, const Plan& plan, const std::vector<std::string>& kernel_names);
 
 struct ResolvedArg {
-    enum class Kind { tensor, scratch, scalar };
+    enum class Kind { tensor, scratch, scalar, tensor_map };
     Kind kind = Kind::scalar;
-    std::string name;        // tensor or scratch name; the scalar's name or expression text
+    std::string name;        // tensor or scratch name (a tensor map's tensor); the scalar's name or expression text
     DType dtype = DType::i32;
     int64_t int_value = 0;   // scalars of integer type
     double real_value = 0;   // scalars of floating type
+    // Tensor maps only, innermost (contiguous) dimension first, as cuTensorMapEncodeTiled takes
+    // them: the tensor's extents, the box, the byte strides of dimensions 1.., the swizzle bytes.
+    std::vector<uint64_t> map_dims;
+    std::vector<uint32_t> map_box;
+    std::vector<uint64_t> map_strides;
+    int map_swizzle = 0;
 };
 
 struct ResolvedLaunch {
@@ -54,6 +60,9 @@ struct ResolvedPlan {
 };
 
 ResolvedPlan resolve_plan(const Task& task, const Plan& plan, const Shape& shape, const ParamPoint& point);
+
+// Element types a tensor map can describe (cuTensorMapEncodeTiled's data types).
+bool tensor_map_dtype_supported(DType dtype);
 
 // Bytes of a scalar's value as the kernel receives it (for cuLaunchKernel's argument array).
 std::vector<unsigned char> scalar_bytes(const ResolvedArg& arg);

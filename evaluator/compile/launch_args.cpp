@@ -23,6 +23,8 @@ std::string describe_sizes(const std::vector<uint32_t>& sizes)
 
 std::string describe_argument(const Task& task, const Plan& plan, const PlanArg& arg)
 {
+    if (arg.tensor_map)
+        return fmt::format("a tensor map of '{}' (a 128-byte CUtensorMap by value)", arg.tensor_map->tensor);
     if (arg.value)
         return fmt::format("the expression '{}' as {}", arg.text, dtype_name(arg.dtype));
     if (const ArgSpec* spec = task.find_arg(arg.text))
@@ -37,6 +39,8 @@ std::string describe_argument(const Task& task, const Plan& plan, const PlanArg&
 
 size_t launch_argument_bytes(const Task& task, const Plan& plan, const PlanArg& arg)
 {
+    if (arg.tensor_map)
+        return k_tensor_map_bytes;
     if (arg.value)
         return dtype_size(arg.dtype);
     if (const ArgSpec* spec = task.find_arg(arg.text))

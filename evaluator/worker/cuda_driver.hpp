@@ -27,7 +27,7 @@ namespace kforge {
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)      \
     X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuMemHostAlloc) X(cuMemFreeHost) \
     X(cuMemHostGetDevicePointer) X(cuCtxGetDevice) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)   \
-    X(cuMemcpyDtoDAsync) X(cuIpcGetMemHandle)
+    X(cuMemcpyDtoDAsync) X(cuIpcGetMemHandle) X(cuTensorMapEncodeTiled)
 
 struct CudaDriver {
 #define KF_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;

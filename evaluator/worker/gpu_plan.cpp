@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace kforge {
 
@@ -53,6 +54,60 @@ std::string check_launch_limits(const LoadedKernels& kernels, const ResolvedPlan
     return "";
 }
 
+namespace {
+
+CUtensorMapDataType tensor_map_type(DType dtype)
+{
+    switch (dtype) {
+    case DType::u8: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    case DType::u16: return CU_TENSOR_MAP_DATA_TYPE_UINT16;
+    case DType::u32: return CU_TENSOR_MAP_DATA_TYPE_UINT32;
+    case DType::i32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
+    case DType::u64: return CU_TENSOR_MAP_DATA_TYPE_UINT64;
+    case DType::i64: return CU_TENSOR_MAP_DATA_TYPE_INT64;
+    case DType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case DType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case DType::f32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case DType::f64: return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+    default: break;
+    }
+    throw CudaError(CUDA_ERROR_INVALID_VALUE,
+                    fmt::format("tensor map of a {} tensor: TMA has no such element type", dtype_name(dtype)));
+}
+
+CUtensorMapSwizzle tensor_map_swizzle(int bytes)
+{
+    switch (bytes) {
+    case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
+    case 64: return CU_TENSOR_MAP_SWIZZLE_64B;
+    case 128: return CU_TENSOR_MAP_SWIZZLE_128B;
+    default: return CU_TENSOR_MAP_SWIZZLE_NONE;
+    }
+}
+
+} // namespace
+
+std::vector<unsigned char> encode_tensor_map(const ResolvedArg& arg, CUdeviceptr address)
+{
+    // plan_check resolved and checked every number against the encoder's rules; what the driver
+    // still refuses (an unaligned address of a scratch view, say) becomes a CudaError message.
+    alignas(64) CUtensorMap map{};
+    const auto rank = static_cast<cuuint32_t>(arg.map_dims.size());
+    std::vector<cuuint32_t> element_strides(rank, 1);
+    CUresult r = driver().cuTensorMapEncodeTiled(
+        &map, tensor_map_type(arg.dtype), rank, reinterpret_cast<void*>(address), arg.map_dims.data(),
+        arg.map_strides.data(), arg.map_box.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+        tensor_map_swizzle(arg.map_swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        throw CudaError(r, fmt::format("cuTensorMapEncodeTiled for the tensor map of '{}' (box {}, swizzle {}): {}",
+                                       arg.name, fmt::join(arg.map_box, "x"), arg.map_swizzle,
+                                       describe_cuda_error(r)));
+    static_assert(sizeof map == k_tensor_map_bytes, "the argument check counts a tensor map as k_tensor_map_bytes");
+    std::vector<unsigned char> bytes(sizeof map);
+    std::memcpy(bytes.data(), &map, sizeof map);
+    return bytes;
+}
+
 void launch_plan(const LoadedKernels& kernels, const ResolvedPlan& plan, const BufferBindings& buffers, CUstream stream)
 {
     const auto& cu = driver();
@@ -68,6 +123,8 @@ void launch_plan(const LoadedKernels& kernels, const ResolvedPlan& plan, const B
         for (const auto& arg : launch.args) {
             if (arg.kind == ResolvedArg::Kind::scalar) {
                 storage.push_back(scalar_bytes(arg));
+            } else if (arg.kind == ResolvedArg::Kind::tensor_map) {
+                storage.push_back(encode_tensor_map(arg, buffers.at(arg.name)));
             } else {
                 CUdeviceptr ptr = buffers.at(arg.name);
                 std::vector<unsigned char> bytes(sizeof ptr);

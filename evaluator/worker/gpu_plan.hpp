@@ -43,6 +43,10 @@ using BufferBindings = std::map<std::string, CUdeviceptr, std::less<>>;
 std::string check_launch_limits(const LoadedKernels& kernels, const ResolvedPlan& plan, const DeviceFacts& facts);
 
 // Enqueues every launch of `plan` on `stream`. Throws CudaError when a launch is refused.
+// The 128 bytes of a tensor-map argument (a CUtensorMap of the tensor at `address`), as the kernel
+// receives it by value. Throws CudaError when the driver refuses the description.
+std::vector<unsigned char> encode_tensor_map(const ResolvedArg& arg, CUdeviceptr address);
+
 void launch_plan(const LoadedKernels& kernels, const ResolvedPlan& plan, const BufferBindings& buffers,
                  CUstream stream);
 

@@ -76,6 +76,13 @@ std::string describe_arg(const ResolvedArg& arg)
         return fmt::format("{} ({} tensor)", arg.name, dtype_cuda_name(arg.dtype));
     case ResolvedArg::Kind::scratch:
         return fmt::format("{} (scratch)", arg.name);
+    case ResolvedArg::Kind::tensor_map: {
+        std::vector<std::string> box;
+        for (auto it = arg.map_box.rbegin(); it != arg.map_box.rend(); ++it)
+            box.push_back(std::to_string(*it));
+        return fmt::format("tensor_map({}: {} box {}, swizzle {} B)", arg.name, dtype_cuda_name(arg.dtype),
+                           join(box, "x"), arg.map_swizzle);
+    }
     case ResolvedArg::Kind::scalar:
         break;
     }
@@ -266,6 +273,12 @@ Plan checked_plan(const ExportParts& parts, const Candidate& candidate)
         for (const auto& [name, values] : plan.params)
             if (!parts.point.count(name))
                 throw PlanError(fmt::format("no value for param '{}'", name));
+        for (const auto& launch : plan.launches)
+            for (const auto& arg : launch.args)
+                if (arg.tensor_map)
+                    throw PlanError(fmt::format("launch '{}' passes {}: generated host code does not build "
+                                                "tensor maps yet (export without --launcher/--torch)",
+                                                launch.kernel, arg.text));
         return plan;
     } catch (const PlanError& e) {
         fail_input("candidate #{}: its launch plan cannot be exported as host code: {}",

@@ -67,6 +67,7 @@ TEST_CASE("the exported launcher of every bundled seed agrees with kforge's reso
         TempDir dir;
         auto archive = dir / "run.kforge";
         std::vector<int64_t> ids = build_seed_archive(archive, task);
+        bool compiled_one = false; // nvcc checks the first exportable seed of each task
         for (size_t i = 0; i < task.seeds.size(); ++i) {
             INFO(task.seeds[i].path.filename().string());
             auto cu = dir / fmt::format("{}_{}.cu", task.name, i);
@@ -78,13 +79,22 @@ TEST_CASE("the exported launcher of every bundled seed agrees with kforge's reso
             args.insert(args.end(), {"--launcher", "-o", cu.string()});
             CommandResult result = run_kforge(args);
             INFO(result.err);
+            Plan plan = seed_plan(task, task.seeds[i]);
+            bool tensor_maps = std::any_of(plan.launches.begin(), plan.launches.end(), [](const PlanLaunch& l) {
+                return std::any_of(l.args.begin(), l.args.end(), [](const PlanArg& a) { return a.tensor_map.has_value(); });
+            });
+            if (tensor_maps) {
+                // Generated host code cannot build TMA descriptors yet: refused, saying so.
+                CHECK(result.exit_code != 0);
+                CHECK_THAT(result.err, Catch::Contains("does not build tensor maps yet"));
+                continue;
+            }
             REQUIRE(result.exit_code == 0);
             auto header = dir / fmt::format("{}_{}.h", task.name, i);
             CHECK_THAT(result.err, Catch::Contains("wrote " + cu.string() + " and " +
                                                    header.string()));
             std::string text = slurp_file(cu);
 
-            Plan plan = seed_plan(task, task.seeds[i]);
             ParamPoint point = enumerate_param_points(plan, 1).front();
             LauncherSource source{task, plan, describe_launcher(task, plan), point};
             // The header declares exactly what the .cu defines (nvcc below sees both).
@@ -97,8 +107,9 @@ TEST_CASE("the exported launcher of every bundled seed agrees with kforge's reso
             auto answers = run_resolve_harness(cu, plan, source.signature, cases);
             overflow_refusals +=
                 compare_resolutions(task, plan, source.signature, point, cases, answers);
-            if (i == 0)
+            if (!compiled_one)
                 check_nvcc_compiles_file(cu);
+            compiled_one = true;
         }
     }
     // softmax's M and N have no maximum, so some hostile sizes overflow int64 on both sides.

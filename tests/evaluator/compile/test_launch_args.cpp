@@ -90,6 +90,19 @@ TEST_CASE("an argument of the wrong size is a plan error with the fix", "[evalua
                                                        "parameter 0 of kernel 'args_task' is 8 bytes"));
 }
 
+TEST_CASE("a tensor-map argument counts as the 128-byte descriptor the worker passes", "[evaluator][compile][hostile]")
+{
+    std::string kernel = "struct alignas(64) Map { unsigned char bytes[128]; };\n"
+                         "extern \"C\" __global__ void args_task(const __grid_constant__ Map a, float* y, int M)"
+                         " { if (M) y[0] = a.bytes[0]; }\n";
+    std::string plan = R"({"launches": [{"kernel": "args_task", "grid": ["M"], "block": [256],
+               "args": [{"tensor_map": "x", "box": [8, 8], "swizzle": 0}, "y", "M"]}]})";
+    CHECK(plan_mismatch(plan, kernel).empty());
+    plan = R"({"launches": [{"kernel": "args_task", "grid": ["M"], "block": [256], "args": ["x", "y", "M"]}]})";
+    CHECK_THAT(plan_mismatch(plan, kernel), Catch::Contains("the plan passes tensor 'x' as a pointer (8 bytes), but "
+                                                             "parameter 0 of kernel 'args_task' is 128 bytes"));
+}
+
 TEST_CASE("every bundled reference and seed passes the argument check", "[evaluator][compile][tasks][slow]")
 {
     for (const auto& entry : std::filesystem::directory_iterator(test::source_dir() / "tasks")) {
