@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "archive/archive.hpp"
+#include "cli/suite_child_outputs.hpp"
 #include "cli/suite_problems.hpp"
 #include "cli/suite_results.hpp"
 #include "cli/table.hpp"
@@ -39,84 +40,10 @@ double seconds_between(Clock::time_point a, Clock::time_point b)
     return std::chrono::duration<double>(b - a).count();
 }
 
-// The GPU busy time and model dollars a run archive records so far (zeros while it has none).
-struct ArchiveUse {
-    double busy_s = 0;
-    double wall_s = 0;   // the GPU's time in the run's sessions, from its start after the baselines
-    double cost_usd = 0;
-};
-
-ArchiveUse read_archive_use(const fs::path& path)
-{
-    ArchiveUse use;
-    std::error_code ec;
-    if (!fs::exists(path, ec))
-        return use;
-    try {
-        Archive archive = Archive::open(path, OpenMode::read_only);
-        archive.atomically([&] {
-            for (const auto& gpu : archive.gpu_totals()) {
-                use.busy_s += gpu.usage.busy_s;
-                use.wall_s += gpu.usage.wall_s;
-            }
-            use.cost_usd = archive.llm_usage_total().cost_usd;
-        });
-    } catch (const Error& e) {
-        log_debug("{}: not readable yet: {}", path.string(), e.what());
-    }
-    return use;
-}
-
-uintmax_t file_size_or_zero(const fs::path& path)
-{
-    std::error_code ec;
-    uintmax_t size = fs::file_size(path, ec);
-    return ec ? 0 : size;
-}
-
-// The last "error: ..." line the child wrote to `log` after `offset` (its text after "error: "),
-// else its last line; "" when it wrote nothing.
-std::string last_error_in_log(const fs::path& log, uintmax_t offset)
-{
-    std::ifstream in(log);
-    in.seekg(static_cast<std::streamoff>(offset));
-    std::string line, error, last;
-    while (std::getline(in, line)) {
-        std::string text = trim(line);
-        if (text.empty())
-            continue;
-        last = text;
-        if (text.rfind("error: ", 0) == 0)
-            error = text.substr(7);
-    }
-    return truncate_text(error.empty() ? last : error, 600);
-}
-
-// Why a run that exited 0 stopped: the stop text of its --json summary.
-std::string stop_text(const fs::path& out)
-{
-    std::string text;
-    try {
-        text = read_file(out);
-    } catch (const Error&) {
-        return "finished";
-    }
-    Json summary = Json::parse(text.substr(std::min(text.find('{'), text.size())), nullptr, false);
-    if (summary.is_object() && summary.contains("stop") && summary["stop"].is_object())
-        return summary["stop"].value("text", std::string("finished"));
-    return "finished";
-}
-
 std::string random_token()
 {
     std::random_device device;
     return fmt::format("{:08x}{:08x}", device(), device());
-}
-
-void append_to_log(const fs::path& log, const std::string& text)
-{
-    std::ofstream out(log, std::ios::app);
-    out << text;
 }
 
 } // namespace
