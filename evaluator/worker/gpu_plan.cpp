@@ -91,7 +91,7 @@ std::vector<unsigned char> encode_tensor_map(const ResolvedArg& arg, CUdeviceptr
 {
     // plan_check resolved and checked every number against the encoder's rules; what the driver
     // still refuses (an unaligned address of a scratch view, say) becomes a CudaError message.
-    alignas(64) CUtensorMap map{};
+    CUtensorMap map{}; // the header gives the type its alignment (64 bytes in CUDA 12, 128 in 13)
     const auto rank = static_cast<cuuint32_t>(arg.map_dims.size());
     std::vector<cuuint32_t> element_strides(rank, 1);
     CUresult r = driver().cuTensorMapEncodeTiled(
