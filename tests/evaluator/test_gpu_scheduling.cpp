@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "core/task.hpp"
 #include "evaluator/evaluator.hpp"
@@ -82,6 +83,12 @@ TEST_CASE("a job whose preferred GPU is busy runs at once on an idle GPU of the 
     busy.source = seed("seed_warp_row.cu");
     busy.options = EvalOptions{true, true, true, ParamPoint{{"WARPS", 4}, {"VEC", 4}}, false, first};
     evaluator->submit(busy);
+    // Only once the first GPU has it: compiles finish in any order, and the second job, compiled
+    // first, would take the idle first GPU itself.
+    auto started_on_first = [&] { return evaluator->gpu_usage().at(0).evaluations == 1; };
+    for (int i = 0; i < 3000 && !started_on_first(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(started_on_first());
     EvalJob waiting;
     waiting.ticket = 2;
     waiting.source = seed("seed_block_row.cu");
