@@ -71,32 +71,4 @@ for log in "$work"/results/archives/scale/*/optimize.log; do
 done
 grep -E "warn|error" "$out/results/bench.log" | head -10
 
-python3 - "$out/results/scale.json" <<'EOF'
-import json, sys
-try:
-    scale = json.load(open(sys.argv[1]))
-except (OSError, ValueError) as e:
-    print(f"gpu-scale: no scale.json ({e}); see bench.log")
-    sys.exit(1)
-targets = {2: 1.8, 4: 3.5, 8: 6.5}
-print(f"\n{scale['task']} on {scale['device']} ({scale['gpus_visible']} visible); "
-      f"fixed work: {scale['candidates']} recorded candidates; builtin: a budget of {scale['budget']}")
-verdicts = []
-for table, title in (("builtin", "builtin proposer"), ("fixed", "fixed work")):
-    rows = [r for r in scale["rows"] if r["table"] == table]
-    print(f"\n{title}\n| GPUs | mode | wall s | speedup | busy % per GPU |\n|---:|---|---:|---:|---|")
-    for r in rows:
-        mode = "mpirun -n %d" % r["gpus"] if r["launch"] == "mpirun" else "one process"
-        if "skipped" in r or "error" in r:
-            print(f"| {r['gpus']} | {mode} | - | - | {r.get('skipped') or r.get('error')} |")
-            continue
-        busy = " ".join("%.0f" % (100 * g["busy"]) for g in r["per_gpu"])
-        speedup = "%.2fx" % r["speedup"] if r.get("speedup") else "-"
-        note = " (%s)" % r["note"] if "note" in r else ""
-        print(f"| {r['gpus']} | {mode} | {r['search_s']:.1f} | {speedup} | {busy}{note} |")
-        if table == "fixed" and r["gpus"] in targets:
-            ok = (r.get("speedup") or 0) >= targets[r["gpus"]] and r["least_busy"] >= 0.9 and "note" not in r
-            verdicts.append(f"{r['gpus']} GPUs, {mode}: {speedup} (target {targets[r['gpus']]}x), least busy "
-                            f"{100 * r['least_busy']:.0f}% (target 90%): {'MEETS' if ok else 'MISSES'}")
-print("\n" + ("\n".join(verdicts) if verdicts else "no multi-GPU fixed-work row was measured"))
-EOF
+python3 "$here/scripts/scale-summary.py" "$out/results/scale.json"
