@@ -96,20 +96,7 @@ Measurement timed(const Shape& shape, const std::string& subject, double median_
 // baselines, as on a GPU. "" when it does not compile (the controller then finds out itself).
 std::string reference_behaviour_hash(const Task& task, const std::string& arch, const std::filesystem::path& cache_dir)
 {
-    CompileRequest compile;
-    compile.source = task.reference.source;
-    compile.arch = arch;
-    compile.params = enumerate_param_points(task.reference.plan, 1).front();
-    for (const auto& launch : task.reference.plan.launches)
-        compile.kernels.push_back(launch.kernel);
-    std::optional<CompileCache> cache;
-    if (!cache_dir.empty())
-        cache.emplace(cache_dir);
-    std::string key = cache ? compile_cache_key(compile) : "";
-    std::optional<CompileResult> cached = cache ? cache->load(key) : std::nullopt;
-    CompileResult compiled = cached ? *cached : compile_with_nvrtc(compile);
-    if (cache && !cached && compiled.ok)
-        cache->store(key, compiled);
+    CompileResult compiled = compile_through_cache(reference_compile_request(task, arch), cache_dir);
     return compiled.ok ? cubin_behaviour_hash(compiled.cubin) : "";
 }
 
