@@ -25,6 +25,8 @@ counts=("$@")
 [ ${#counts[@]} -eq 0 ] && counts=(1 2)
 max=1
 for n in "${counts[@]}"; do [ "$n" -gt "$max" ] && max=$n; done
+# As scripts/gpu-scale.sh: more work for more GPUs, so that the run is not all start and end.
+if [ "$max" -le 2 ]; then candidates=16; elif [ "$max" -le 4 ]; then candidates=24; else candidates=32; fi
 for f in "$kforge" "$bench"; do
     [ -x "$f" ] || { echo "sim-scale: $f is missing; build first (cmake --build --preset dev)"; exit 1; }
 done
@@ -43,7 +45,7 @@ mpirun_arg=()
 command -v mpirun >/dev/null || mpirun_arg=(--mpirun "")
 echo "sim-scale: ${counts[*]} simulated GPUs, $KFORGE_SIMULATE_GPU_MS ms a unit, costs $KFORGE_SIMULATE_GPU_COSTS," \
      "noise $KFORGE_SIMULATE_GPU_NOISE; kforge: $kforge"
-"$bench" --kforge "$kforge" all --section scale --out "$out" --gpu-counts "${counts[@]}" --scale-candidates 16 \
+"$bench" --kforge "$kforge" all --section scale --out "$out" --gpu-counts "${counts[@]}" --scale-candidates "$candidates" \
     --scale-budget 24 --scale-shared-cache "$out/cache" "${mpirun_arg[@]}" >"$out/bench.md" 2>"$out/bench.log"
 rc=$?
 echo "kforge_bench rc=$rc"
