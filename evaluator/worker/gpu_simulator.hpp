@@ -4,11 +4,10 @@
 // (worker_protocol.hpp) without touching CUDA: "devices" lists the simulated GPUs that
 // CUDA_VISIBLE_DEVICES leaves visible, read as the CUDA driver reads it (indices, as SLURM sets
 // them for `--gres=gpu:N`, or UUIDs, as the GPU evaluator pins each worker), "device" describes the
-// first of them, and the rest
-// answers with verdicts and times derived from the CUBIN and the param point alone, so the same
-// candidate gets the same verdict and the same times on every simulated GPU, in every process and
-// every run. Everything above the worker is the real thing: the GPU evaluator, its scheduler, the
-// pipes, the MPI service, worker respawns.
+// first of them, and the rest answers with verdicts and times derived from the CUBIN and the param
+// point alone, so the same candidate gets the same verdict and the same times on every simulated
+// GPU, in every process and every run. Everything above the worker is the real thing: the GPU
+// evaluator, its scheduler, the pipes, the MPI service, worker respawns.
 //
 //   KFORGE_SIMULATE_GPUS=3                three identical GPUs
 //   KFORGE_SIMULATE_GPUS=sim-a,sim-a,sim-b  three GPUs named so (two models: --gpus must choose)
