@@ -266,7 +266,7 @@ TEST_CASE("replay:DIR/ gives each problem its own replies; without them a task w
     fs::path root = dir / "suite";
     CommandResult run = run_kforge({"suite", "run", bundled_task("softmax_f32"), bundled_task("transpose_f32"),
                                     seedless.string(), "-o", root.string(), "--model",
-                                    "replay:" + (dir / "replies").string(), "--no-knowledge", "--time", "15s",
+                                    "replay:" + (dir / "replies").string(), "--no-knowledge", "--time", "6s",
                                     "--optimize-args", "--islands 2 --no-repair", "--progress", "lines"},
                                    {"KFORGE_SIMULATE_GPUS=2"});
     INFO(run.err);
