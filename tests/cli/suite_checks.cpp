@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "archive/archive.hpp"
 #include "kf_catch.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
@@ -25,6 +26,15 @@ int64_t suite_count(const SuiteManifest& manifest, ProblemState state)
 {
     return std::count_if(manifest.problems.begin(), manifest.problems.end(),
                          [&](const SuiteProblem& p) { return p.state == state; });
+}
+
+std::optional<int64_t> candidates_so_far(const fs::path& root, const std::string& id)
+{
+    try {
+        return Archive::open(root / "runs" / (id + ".kforge"), OpenMode::read_only).candidate_count();
+    } catch (const Error&) {
+        return std::nullopt; // not created yet, or mid-creation
+    }
 }
 
 void check_report_matches_archives(const fs::path& root)

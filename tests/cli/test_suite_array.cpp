@@ -16,12 +16,10 @@
 
 #include <fmt/format.h>
 
-#include "archive/archive.hpp"
 #include "cli/suite_checks.hpp"
 #include "evaluator/simulated_runs.hpp"
 #include "evaluator/worker/gpu_simulator.hpp"
 #include "slurm_cluster.hpp"
-#include "util/error.hpp"
 #include "util/file_lock.hpp"
 #include "util/text.hpp"
 
@@ -39,25 +37,12 @@ const std::vector<std::string> k_problems{"axpy_f32", "reduce_sum_f32", "scan_u3
 // Five candidates each, at most two in flight: a run stopped after its first has work left.
 constexpr int k_budget = 5;
 
-// How many candidates the archive at `path` holds now (0 while it is not there or not readable).
-int64_t candidates_now(const fs::path& path)
-{
-    if (!fs::exists(path))
-        return 0;
-    try {
-        return Archive::open(path, OpenMode::read_only).candidate_count();
-    } catch (const Error&) {
-        return 0; // still being created
-    }
-}
-
 // Whether problem `id` is running and its archive holds at least `candidates` (of k_budget).
 bool problem_midway(const fs::path& root, const std::string& id, int64_t candidates)
 {
     auto manifest = suite_manifest_now(root);
     const SuiteProblem* problem = manifest ? manifest->find(id) : nullptr;
-    return problem && problem->state == ProblemState::running &&
-           candidates_now(root / "runs" / (id + ".kforge")) >= candidates;
+    return problem && problem->state == ProblemState::running && candidates_so_far(root, id).value_or(0) >= candidates;
 }
 
 // The job id of array task `task` of array job `array`; 0 when SLURM does not list it.

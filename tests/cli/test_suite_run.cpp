@@ -30,15 +30,24 @@ std::string bundled_task(const std::string& name)
     return (source_dir() / "tasks" / (name + ".json")).string();
 }
 
-// Waits until the suite has finished at least one problem and runs at least one; false on timeout.
-bool wait_for_mid_run(const fs::path& root, std::chrono::seconds limit)
+// Waits until the suite has finished at least one problem and runs at least one; with a candidate
+// budget, until a running problem is inside it (some candidates recorded, fewer than the budget),
+// so that a kill then interrupts a run that a resume must continue. False on timeout.
+bool wait_for_mid_run(const fs::path& root, std::chrono::seconds limit, int64_t budget)
 {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < deadline) {
-        if (auto m = suite_manifest_now(root))
-            if (suite_count(*m, ProblemState::finished) >= 1 && suite_count(*m, ProblemState::running) >= 1)
-                return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (auto m = suite_manifest_now(root); m && suite_count(*m, ProblemState::finished) >= 1)
+            for (const auto& p : m->problems) {
+                if (p.state != ProblemState::running)
+                    continue;
+                if (budget == 0)
+                    return true;
+                auto recorded = candidates_so_far(root, p.id);
+                if (recorded && *recorded >= 1 && *recorded < budget)
+                    return true;
+            }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
 }
@@ -47,11 +56,13 @@ bool wait_for_mid_run(const fs::path& root, std::chrono::seconds limit)
 // it, resumes it with a plain `suite run -o ROOT`, and checks the result against the archives.
 // Returns whether an interrupted archive was continued by `kforge resume` (not so when every run
 // the kill interrupted had already used its budget: then the re-run records it as finished).
-bool kill_and_resume(const fs::path& root, const std::vector<std::string>& args, const std::vector<std::string>& env)
+// `budget`: the suite's candidate budget per problem, 0 for a time budget.
+bool kill_and_resume(const fs::path& root, const std::vector<std::string>& args, const std::vector<std::string>& env,
+                     int64_t budget)
 {
     {
         RunningProgram suite(kforge_binary(), args, env);
-        bool mid_run = wait_for_mid_run(root, std::chrono::seconds(240));
+        bool mid_run = wait_for_mid_run(root, std::chrono::seconds(240), budget);
         INFO(suite.stderr_so_far());
         REQUIRE(mid_run);
         ::kill(suite.pid(), SIGKILL);
@@ -112,7 +123,7 @@ TEST_CASE("a suite of bundled tasks on three simulated GPUs survives kill -9 and
                                   bundled_task("reduce_sum_f32"), bundled_task("softmax_f32"),
                                   bundled_task("histogram_u8"), "-o", root.string(), "--budget", "4",
                                   "--no-knowledge", "--progress", "lines"};
-    CHECK(kill_and_resume(root, args, {"KFORGE_SIMULATE_GPUS=3"})); // an interrupted archive was continued
+    CHECK(kill_and_resume(root, args, {"KFORGE_SIMULATE_GPUS=3"}, 4)); // an interrupted archive was continued
     SuiteManifest m = *suite_manifest_now(root);
     for (const auto& p : m.problems) {
         CHECK(p.kind == ProblemKind::spec);
@@ -131,7 +142,7 @@ TEST_CASE("an imported PyTorch suite with recorded replies survives kill -9 and 
                                   bundled_task("axpy_f32"), bundled_task("transpose_f32"), "-o", root.string(),
                                   "--model", "replay:" + (torch / "replies").string() + "/", "--time", "20s",
                                   "--no-knowledge", "--progress", "lines"};
-    kill_and_resume(root, args, {"KFORGE_SIMULATE_GPUS=3"});
+    kill_and_resume(root, args, {"KFORGE_SIMULATE_GPUS=3"}, 0);
     SuiteManifest m = *suite_manifest_now(root);
     const SuiteProblem* gelu = m.find("quick_gelu");
     REQUIRE(gelu);
@@ -201,7 +212,7 @@ TEST_CASE("replay:DIR/ gives each problem its own replies; without them a task w
     fs::path root = dir / "suite";
     CommandResult run = run_kforge({"suite", "run", bundled_task("softmax_f32"), bundled_task("transpose_f32"),
                                     seedless.string(), "-o", root.string(), "--model",
-                                    "replay:" + (dir / "replies").string(), "--no-knowledge", "--time", "15s",
+                                    "replay:" + (dir / "replies").string(), "--no-knowledge", "--time", "6s",
                                     "--optimize-args", "--islands 2 --no-repair", "--progress", "lines"},
                                    {"KFORGE_SIMULATE_GPUS=2"});
     INFO(run.err);
