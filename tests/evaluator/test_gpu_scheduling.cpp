@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "core/task.hpp"
 #include "evaluator/evaluator.hpp"
@@ -43,9 +44,11 @@ std::string seed(const std::string& name)
     return read_file(test::source_dir() / "tasks" / "softmax_f32" / name);
 }
 
-std::unique_ptr<CandidateEvaluator> evaluator_over(const test::TempDir& cache)
+// `reuse_measurements`: false makes every job run on a GPU, even a point measured before.
+std::unique_ptr<CandidateEvaluator> evaluator_over(const test::TempDir& cache, bool reuse_measurements = true)
 {
     EvaluatorConfig config;
+    config.reuse_measurements = reuse_measurements;
     config.worker_executable = test::kforge_binary().string();
     config.cache_dir = cache.path();
     config.run_secret = 7;
@@ -70,7 +73,7 @@ TEST_CASE("a job whose preferred GPU is busy runs at once on an idle GPU of the 
 {
     test::TempDir cache;
     SimulatedGpus gpus("2", 400);
-    auto evaluator = evaluator_over(cache);
+    auto evaluator = evaluator_over(cache, false); // the warm-up below must not answer the jobs
     std::vector<GpuUsage> usage = evaluator->gpu_usage();
     REQUIRE(usage.size() == 2);
     const GpuIdentity& first = usage[0].gpu;
@@ -81,12 +84,26 @@ TEST_CASE("a job whose preferred GPU is busy runs at once on an idle GPU of the 
     busy.ticket = 1;
     busy.source = seed("seed_warp_row.cu");
     busy.options = EvalOptions{true, true, true, ParamPoint{{"WARPS", 4}, {"VEC", 4}}, false, first};
-    evaluator->submit(busy);
     EvalJob waiting;
     waiting.ticket = 2;
     waiting.source = seed("seed_block_row.cu");
     waiting.options.only_params = ParamPoint{{"BLOCK", 256}, {"VEC", 4}};
     waiting.options.gpu = first;
+
+    // Both kernels compiled first (screened once, into the CUBIN cache): otherwise the short job's
+    // compile may finish before the long one's on a loaded machine, and the short job then finds
+    // the first GPU idle, which is not the case this test is about.
+    for (const EvalJob* job : {&busy, &waiting}) {
+        EvalJob warm;
+        warm.ticket = 100 + job->ticket;
+        warm.source = job->source;
+        warm.options.only_params = job->options.only_params;
+        evaluator->submit(warm);
+    }
+    collect_all(*evaluator, 2);
+
+    evaluator->submit(busy);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200)); // a cache hit: dispatched at once; it runs 1.4 s
     evaluator->submit(waiting);
 
     std::vector<uint64_t> order;
