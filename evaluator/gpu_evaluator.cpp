@@ -130,6 +130,8 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_
                {"task_path", std::filesystem::absolute(task.spec_path).string()},
                {"run_secret", config.run_secret},
                {"cache_dir", config.cache_dir.string()}};
+    if (!config.gpu_share_dir.empty())
+        setup["gpu_share_dir"] = std::filesystem::absolute(config.gpu_share_dir).string();
     start_slots(setup);
 
     CompilePoolConfig pool;
