@@ -111,8 +111,9 @@ struct EvaluatorConfig {
     bool reuse_measurements = true;
     // A GPU shared with other runs (`kforge suite run --per-gpu N`, evaluator/worker/gpu_share.hpp):
     // the folder of its locks. Workers then measure holding the GPU's measuring lock, and each
-    // slot waits after its baselines for the GPU's search turn, held until the session ends. Empty:
-    // the GPUs are this session's alone.
+    // slot waits after its baselines for the GPU's search turn, held until the session ends. Only
+    // with one GPU (two sessions holding each other's turns would wait for ever): more is
+    // Error(usage). Empty: the GPUs are this session's alone.
     std::filesystem::path gpu_share_dir;
 };
 

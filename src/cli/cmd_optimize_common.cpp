@@ -114,8 +114,8 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
                            : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5 "
                              "(one device: 2,); under mpirun, per host");
     cmd->add_option("--gpu-share", o.gpu_share,
-                    "share the GPUs with other runs through the locks in this folder (what `kforge suite run` "
-                    "passes): measure only holding a GPU's measuring lock, search only in its search turn");
+                    "share the run's one GPU (--gpus I,) with other runs through the locks in this folder (what "
+                    "`kforge suite run` passes): measure only holding its measuring lock, search only in its turn");
 }
 
 Json RunConfig::to_json() const
