@@ -26,9 +26,9 @@
 #   KF_SUITE_TIME     --time per problem (default 20s)
 #   KF_SUITE_PER_GPU  --per-gpu of the shared run (default 3)
 #   KF_SUITE_COMPARE  1 (default): also the --per-gpu 1 run and the comparison; 0: the shared run only
-#   KF_SUITE_BUDGET   seconds each suite may run (default 240): then it is interrupted (SIGINT, as
+#   KF_SUITE_BUDGET   seconds each suite may run (default 200): then it is interrupted (SIGINT, as
 #                     Ctrl-C) and a second `suite run` on its folder resumes it for KF_SUITE_RESUME
-#                     seconds (default 40), which also shows resume on the GPU machine
+#                     seconds (default 30), which also shows resume on the GPU machine
 # $OUT gets run-shared.log / run-alone.log (the suites' progress lines), their report.json, suite
 # pages, manifests, logs and measuring logs, packed into gpu-suite-run.tgz.
 # Exit status: the shared `suite run`'s (0 every problem finished or was skipped, 1 some failed,
@@ -41,8 +41,8 @@ mkdir -p "$out"
 export KFORGE_PYTHON="${KFORGE_PYTHON:-python3}"
 problems="${PROBLEMS:-$(python3 -c 'import json; print(" ".join(json.load(open("tests/fixtures/torch/replies/expected.json"))["problems"]))')}"
 bundled="${BUNDLED:-softmax_f32 layernorm_f32 transpose_f32 reduce_sum_f32}"
-budget="${KF_SUITE_BUDGET:-240}"
-resume_budget="${KF_SUITE_RESUME:-40}"
+budget="${KF_SUITE_BUDGET:-200}"
+resume_budget="${KF_SUITE_RESUME:-30}"
 per_gpu="${KF_SUITE_PER_GPU:-3}"
 compare="${KF_SUITE_COMPARE:-1}"
 work="/tmp/kforge-gpu-suite-run"
