@@ -1,6 +1,7 @@
 // The simulated GPU worker; see gpu_simulator.hpp for the landscape and why it exists.
 #include "evaluator/worker/gpu_simulator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -27,13 +28,11 @@ std::string env_text(const char* name)
     return value ? trim(value) : std::string();
 }
 
-constexpr const char* k_simulated_uuid_prefix = "GPU-5140a7ed-";
-
 DeviceFacts simulated_facts(const std::string& name, size_t position)
 {
     DeviceFacts facts;
     facts.name = name;
-    facts.uuid = fmt::format("{}0000-4000-8000-{:012x}", k_simulated_uuid_prefix, position);
+    facts.uuid = fmt::format("GPU-5140a7ed-0000-4000-8000-{:012x}", position);
     facts.ordinal = static_cast<int>(position);
     facts.cc_major = 9;
     facts.cc_minor = 0;
@@ -52,23 +51,12 @@ DeviceFacts simulated_facts(const std::string& name, size_t position)
     return facts;
 }
 
-// The devices a worker sees: those CUDA_VISIBLE_DEVICES pins by UUID, as the driver would, in its
-// order. A value naming no simulated UUID (the real GPUs of the machine the tests run on) is
-// ignored, so simulated runs behave the same on every machine.
+// The devices a worker sees: the simulated machine under CUDA_VISIBLE_DEVICES, as the driver reads it.
 std::vector<DeviceFacts> visible_devices()
 {
-    std::vector<DeviceFacts> all = simulated_devices(env_text(k_simulate_gpus_env));
-    std::string mask = env_text("CUDA_VISIBLE_DEVICES");
-    if (mask.find(k_simulated_uuid_prefix) == std::string::npos)
-        return all;
-    std::vector<DeviceFacts> shown;
-    for (const auto& entry : split(mask, ','))
-        for (const auto& facts : all)
-            if (trim(entry) == facts.uuid)
-                shown.push_back(facts);
-    for (size_t i = 0; i < shown.size(); ++i)
-        shown[i].ordinal = static_cast<int>(i);
-    return shown;
+    const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
+    return cuda_visible_devices(simulated_devices(env_text(k_simulate_gpus_env)),
+                                mask ? std::optional<std::string>(mask) : std::nullopt);
 }
 
 Measurement timed(const Shape& shape, const std::string& subject, double median_ns, bool confirmed)
@@ -285,6 +273,54 @@ std::vector<DeviceFacts> simulated_devices(const std::string& spec)
     for (size_t i = 0; i < names.size(); ++i)
         devices.push_back(simulated_facts(names[i], i));
     return devices;
+}
+
+std::vector<DeviceFacts> cuda_visible_devices(const std::vector<DeviceFacts>& machine, const std::optional<std::string>& mask)
+{
+    if (!mask)
+        return machine;
+    std::vector<std::string> entries = split(*mask, ',');
+    for (auto& entry : entries)
+        entry = trim(entry);
+    // UUIDs, none a simulated GPU's (not even in part): the value is about the machine's real GPUs.
+    auto names_uuid = [](const std::string& entry) { return entry.rfind("GPU-", 0) == 0 || entry.rfind("MIG-", 0) == 0; };
+    auto names_simulated = [&](const std::string& entry) {
+        return std::any_of(machine.begin(), machine.end(),
+                           [&](const DeviceFacts& facts) { return facts.uuid.rfind(entry, 0) == 0; });
+    };
+    if (std::any_of(entries.begin(), entries.end(), names_uuid) &&
+        std::none_of(entries.begin(), entries.end(),
+                     [&](const std::string& entry) { return names_uuid(entry) && names_simulated(entry); }))
+        return machine;
+    // The device an entry names: an index of the machine, or a UUID or a prefix of exactly one.
+    auto named = [&](const std::string& entry) -> std::optional<size_t> {
+        bool index = !entry.empty() && entry.size() <= 4 && entry.find_first_not_of("0123456789") == std::string::npos;
+        if (index) {
+            auto position = static_cast<size_t>(std::stoi(entry));
+            return position < machine.size() ? std::optional<size_t>(position) : std::nullopt;
+        }
+        if (entry.rfind("GPU-", 0) != 0)
+            return std::nullopt;
+        std::optional<size_t> found;
+        for (size_t i = 0; i < machine.size(); ++i)
+            if (machine[i].uuid.rfind(entry, 0) == 0) {
+                if (found)
+                    return std::nullopt; // a prefix of several names none
+                found = i;
+            }
+        return found;
+    };
+    std::vector<DeviceFacts> shown;
+    std::vector<size_t> taken;
+    for (const auto& entry : entries) {
+        std::optional<size_t> position = named(entry);
+        if (!position || std::find(taken.begin(), taken.end(), *position) != taken.end())
+            break;
+        taken.push_back(*position);
+        shown.push_back(machine[*position]);
+        shown.back().ordinal = static_cast<int>(shown.size() - 1);
+    }
+    return shown;
 }
 
 int run_simulated_gpu_worker()

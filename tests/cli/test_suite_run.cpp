@@ -12,9 +12,8 @@
 #include <set>
 #include <thread>
 
-#include "archive/archive.hpp"
+#include "cli/suite_checks.hpp"
 #include "cli/suite_gpu_use.hpp"
-#include "cli/suite_manifest.hpp"
 #include "evaluator/worker/gpu_share.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
@@ -31,30 +30,6 @@ namespace fs = std::filesystem;
 std::string bundled_task(const std::string& name)
 {
     return (source_dir() / "tasks" / (name + ".json")).string();
-}
-
-std::optional<SuiteManifest> suite_manifest_now(const fs::path& root)
-{
-    try {
-        return SuiteFolder(root, false).read();
-    } catch (const Error&) {
-        return std::nullopt; // not written yet
-    }
-}
-
-int64_t suite_count(const SuiteManifest& m, ProblemState state)
-{
-    return std::count_if(m.problems.begin(), m.problems.end(), [&](const SuiteProblem& p) { return p.state == state; });
-}
-
-// The candidates a running problem's archive holds so far; nullopt while it cannot be read yet.
-std::optional<int64_t> candidates_so_far(const fs::path& root, const std::string& id)
-{
-    try {
-        return Archive::open(root / "runs" / (id + ".kforge"), OpenMode::read_only).candidate_count();
-    } catch (const Error&) {
-        return std::nullopt; // not created yet, or mid-creation
-    }
 }
 
 // Waits until the suite has finished at least one problem and runs at least one; with a candidate
@@ -77,35 +52,6 @@ bool wait_for_mid_run(const fs::path& root, std::chrono::seconds limit, int64_t 
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
-}
-
-// The report's row of every problem equals `kforge inspect --json` of its archive.
-void check_report_matches_archives(const fs::path& root)
-{
-    CommandResult report = run_kforge({"suite", "report", root.string(), "--json"});
-    INFO(report.err);
-    REQUIRE(report.exit_code == 0);
-    Json json = Json::parse(report.out);
-    int64_t total = 0;
-    for (const auto& row : json["problems"]) {
-        std::string id = row["id"].get<std::string>();
-        INFO(id);
-        CHECK(row["state"] == "finished");
-        CommandResult inspect = run_kforge({"inspect", (root / "runs" / (id + ".kforge")).string(), "--json"});
-        REQUIRE(inspect.exit_code == 0);
-        Json archive = Json::parse(inspect.out);
-        CHECK(row["candidates"] == archive["budget"]["candidates"]);
-        CHECK(row["verdicts"] == archive["verdicts"]);
-        CHECK(row["best"] == archive["best"]["id"]);
-        if (!archive["best"].is_null()) {
-            double fitness = archive["best"]["fitness"].get<double>();
-            double reported = row["reference"] == "torch" ? row["speedup"]["torch_eager"].get<double>()
-                                                          : row["speedup"]["reference"].get<double>();
-            CHECK(reported == Approx(fitness));
-        }
-        total += archive["budget"]["candidates"].get<int64_t>();
-    }
-    CHECK(json["summary"]["candidates"] == total);
 }
 
 // Starts `args` as a suite run, kills it with SIGKILL in the middle, checks that its runs died with
