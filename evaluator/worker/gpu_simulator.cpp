@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/task.hpp"
+#include "evaluator/worker/gpu_share.hpp"
 #include "evaluator/worker/roofline.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
@@ -77,7 +78,9 @@ Measurement timed(const Shape& shape, const std::string& subject, double median_
 class SimulatedGpu
 {
 public:
+    explicit SimulatedGpu(ParentChannel& channel) : m_channel(channel) {}
     Json serve(const Json& request);
+    MeasuringLock& share() { return m_share; }
 
 private:
     Json device();
@@ -87,6 +90,8 @@ private:
     double reference_ns(const Shape& shape) const;
     void spend(double units) const;
 
+    ParentChannel& m_channel;
+    MeasuringLock m_share;
     std::vector<DeviceFacts> m_visible = visible_devices();
     std::unique_ptr<Task> m_task;
     DevicePeaks m_peaks;
@@ -129,10 +134,27 @@ Json SimulatedGpu::setup(const Json& request)
 {
     if (m_visible.empty())
         return device();
+    auto begin = std::chrono::steady_clock::now();
+    if (std::string dir = request.value("gpu_share_dir", ""); !dir.empty()) {
+        ParentChannel* channel = &m_channel;
+        m_share.configure(dir, m_visible.front().uuid, [channel](std::string_view event) {
+            channel->send(encode_message(Json{{"interim", fmt::format("gpu_lock_{}", event)}}));
+        });
+    }
     m_task = std::make_unique<Task>(load_task(request.at("task_path").get<std::string>()));
+    // Start-up off the GPU (a real worker's context, compiles, a PyTorch reference process), then
+    // the copy-bandwidth probe, on it.
+    std::string startup = env_text(k_simulate_gpu_setup_ms_env);
+    if (double ms = startup.empty() ? 0.0 : std::atof(startup.c_str()); ms > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(1000 * ms)));
+    {
+        MeasuringLock::Hold hold = m_share.hold("setup");
+        spend(0.1);
+    }
     m_peaks = theoretical_peaks(m_visible.front());
     m_peaks.measured_dram_bytes_per_s = 0.9 * m_peaks.dram_bytes_per_s;
-    return Json{{"ok", true}, {"peaks", m_peaks.to_json()}, {"setup_seconds", 0.0}, {"counters", "simulated"}};
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    return Json{{"ok", true}, {"peaks", m_peaks.to_json()}, {"setup_seconds", seconds}, {"counters", "simulated"}};
 }
 
 double SimulatedGpu::reference_ns(const Shape& shape) const
@@ -153,7 +175,10 @@ Json SimulatedGpu::time_reference(const Json& request)
 {
     if (!m_task)
         return Json{{"ok", false}, {"error", "time_reference before setup"}};
-    spend(2.5);
+    {
+        MeasuringLock::Hold hold = m_share.hold("baselines");
+        spend(2.5);
+    }
     bool confirmed = request.value("level", "quick") == "confirm";
     Json measurements = Json::array();
     for (const auto& shape : m_task->bench)
@@ -180,6 +205,7 @@ Json SimulatedGpu::run_variant(const Json& request)
     if (!m_task)
         return Json{{"ok", false}, {"error", "run_variant before setup"}};
     std::string timing = request.value("timing", "quick");
+    MeasuringLock::Hold hold = m_share.hold("variant");
     spend((request.value("verify_tests", false) ? 0.5 : 0.0) + (timing == "confirm" ? 1.5 : timing == "none" ? 0.0 : 0.5) +
           (request.value("profile", false) ? 1.0 : 0.0) + (request.value("verify_held_out", false) ? 0.5 : 0.0));
     const auto& cubin = request.at("cubin").get_binary();
@@ -301,7 +327,7 @@ int run_simulated_gpu_worker()
 {
     ParentChannel channel = ParentChannel::adopt();
     leave_interrupts_to_controller();
-    SimulatedGpu gpu;
+    SimulatedGpu gpu(channel);
     while (auto frame = channel.receive()) {
         Json reply;
         try {
@@ -309,6 +335,8 @@ int run_simulated_gpu_worker()
         } catch (const std::exception& e) {
             reply = Json{{"ok", false}, {"error", e.what()}};
         }
+        if (gpu.share().configured())
+            reply["gpu_lock_wait_s"] = gpu.share().take_waited_s();
         if (!channel.send(encode_message(reply)))
             return 1;
         if (reply.value("restart", false))

@@ -12,6 +12,8 @@
 //   KFORGE_SIMULATE_GPUS=3                three identical GPUs
 //   KFORGE_SIMULATE_GPUS=sim-a,sim-a,sim-b  three GPUs named so (two models: --gpus must choose)
 //   KFORGE_SIMULATE_GPU_MS=20             milliseconds a screened variant takes (default 20)
+//   KFORGE_SIMULATE_GPU_SETUP_MS=0        milliseconds a worker's setup spends off the GPU first (a
+//                                         real one's context, compiles, PyTorch reference process)
 //
 // Time is spent in proportion to what a request asks, as on a real GPU: verifying the test shapes
 // and a quick or sweep timing take half the unit each (a screened variant: one unit); a
@@ -23,6 +25,10 @@
 // with a sticky error (the worker asks to be replaced, as after a real illegal address), the rest
 // is correct with a speedup between 0.5x and 1.5x over a reference timed at 1.6x the roofline
 // floor. A simulated GPU has no vendor libraries and no hardware counters.
+//
+// A simulated GPU is shared like a real one (gpu_share.hpp): with a "gpu_share_dir" in the setup,
+// the time it spends "on the GPU" (the setup's probe, baselines, variants) is spent holding the
+// measuring lock and is logged, so the sharing of a suite's runs is exercised and checked in CI.
 #pragma once
 
 #include <optional>
@@ -35,6 +41,7 @@ namespace kforge {
 
 inline constexpr const char* k_simulate_gpus_env = "KFORGE_SIMULATE_GPUS";
 inline constexpr const char* k_simulate_gpu_ms_env = "KFORGE_SIMULATE_GPU_MS";
+inline constexpr const char* k_simulate_gpu_setup_ms_env = "KFORGE_SIMULATE_GPU_SETUP_MS";
 
 // True when KFORGE_SIMULATE_GPUS is set and not empty.
 bool simulated_gpus_requested();

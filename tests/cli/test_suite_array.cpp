@@ -110,8 +110,10 @@ TEST_CASE("suite-array.sbatch as a two-task job array runs each shard on the GPU
     std::vector<std::string> problems;
     for (const auto& name : k_problems)
         problems.push_back((source_dir() / "tasks" / (name + ".json")).string());
+    // --per-gpu 1: one problem at a time on each task's GPU, so a task stopped in its first problem has
+    // its second still waiting, as the checks below expect.
     problems.insert(problems.end(), {"--budget", std::to_string(k_budget), "--parallel", "1", "--optimize-args", "--window 2",
-                                     "--no-knowledge", "--progress", "lines"});
+                                     "--per-gpu", "1", "--no-knowledge", "--progress", "lines"});
     long first = submit_array(problems, 150);
 
     // Task 0 is cancelled in its first problem; task 1 killed in its second (its first is done).

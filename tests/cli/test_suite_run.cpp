@@ -2,7 +2,7 @@
 // more problems than GPUs, a kill -9 of the suite in the middle (its runs must die with it and
 // leave resumable archives), a re-run that resumes, and a report whose counts equal what `kforge
 // inspect --json` says of each archive. Also: two shards on one folder, replies per problem, and
-// the refusals that come before anything is run. The PyTorch variant ([torch]) imports fixture
+// the refusals that come before anything is run, and runs sharing a GPU (--per-gpu). The PyTorch variant ([torch]) imports fixture
 // problems and replays their recorded replies.
 #include "kf_catch.hpp"
 
@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "cli/suite_checks.hpp"
+#include "cli/suite_gpu_use.hpp"
+#include "evaluator/worker/gpu_share.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 #include "util/file_lock.hpp"
@@ -154,6 +156,73 @@ TEST_CASE("an imported PyTorch suite with recorded replies survives kill -9 and 
     CommandResult report = run_kforge({"suite", "report", root.string()});
     CHECK_THAT(report.out, Catch::Contains("vs torch eager (2 problems)"));
     CHECK_THAT(report.out, Catch::Contains("vs own reference (2 problems)"));
+}
+
+TEST_CASE("runs sharing a simulated GPU never measure at once, search one at a time, and its busy share is the union "
+          "of their measuring",
+          "[cli][suite][e2e][slow]")
+{
+    TempDir dir;
+    fs::path root = dir / "suite";
+    // A start-up of 400 ms off the GPU (a real worker's context, a torch import) in each run's setup.
+    CommandResult run = run_kforge({"suite", "run", bundled_task("axpy_f32"), bundled_task("transpose_f32"),
+                                    bundled_task("reduce_sum_f32"), "-o", root.string(), "--budget", "3",
+                                    "--per-gpu", "2", "--no-knowledge", "--progress", "lines", "--json"},
+                                   {"KFORGE_SIMULATE_GPUS=1", "KFORGE_SIMULATE_GPU_SETUP_MS=400"});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    Json record = Json::parse(run.out).at("run");
+    CHECK(record["per_gpu"] == 2);
+    const Json& gpu = record.at("gpus").at(0);
+    SuiteManifest m = *suite_manifest_now(root);
+    CHECK(suite_count(m, ProblemState::finished) == 3);
+
+    // Two runs were on the GPU at once: some two sessions overlap in time.
+    std::vector<std::pair<double, double>> sessions;
+    for (const auto& p : m.problems)
+        for (const auto& session : p.sessions)
+            sessions.emplace_back(session.started_at, session.ended_at.value_or(session.started_at));
+    bool overlapped = false;
+    for (size_t i = 0; i < sessions.size(); ++i)
+        for (size_t j = i + 1; j < sessions.size(); ++j)
+            overlapped = overlapped || (sessions[i].first < sessions[j].second && sessions[j].first < sessions[i].second);
+    CHECK(overlapped);
+
+    // Their workers' holds of the measuring lock, as logged: from several processes, never at once.
+    std::vector<MeasuringHold> holds;
+    for (const auto& line : split(slurp_file(root / "gpus" / (gpu.at("uuid").get<std::string>() + ".measuring")), '\n'))
+        if (auto hold = parse_measuring_hold(line))
+            holds.push_back(*hold);
+    std::set<int64_t> pids;
+    std::set<std::string> what;
+    for (const auto& hold : holds) {
+        pids.insert(hold.pid);
+        what.insert(hold.what);
+    }
+    CHECK(pids.size() >= 3); // one worker per run at least
+    CHECK(what == std::set<std::string>{"setup", "baselines", "variant"});
+    std::sort(holds.begin(), holds.end(), [](const auto& a, const auto& b) { return a.begin_s < b.begin_s; });
+    for (size_t i = 1; i < holds.size(); ++i) {
+        INFO("hold " << i << " of pid " << holds[i].pid << " began before hold " << i - 1 << " of pid "
+                     << holds[i - 1].pid << " ended");
+        CHECK(holds[i].begin_s >= holds[i - 1].end_s);
+    }
+
+    // The busy share is the union of the holds inside the window, the waits are apart.
+    double from = record.at("started_at").get<double>(), to = from + gpu.at("window_s").get<double>();
+    std::vector<std::pair<double, double>> intervals;
+    for (const auto& hold : holds)
+        intervals.emplace_back(hold.begin_s, hold.end_s);
+    CHECK(gpu.at("busy_s").get<double>() == Approx(covered_seconds(intervals, from, to)).margin(1e-6));
+    CHECK(gpu.at("busy").get<double>() <= 1.0);
+    CHECK(gpu.at("lock_wait_s").get<double>() >= 0);
+
+    // The second run to finish starting up waited for the first one's search to end.
+    std::string logs;
+    for (const auto& p : m.problems)
+        logs += slurp_file(root / "logs" / (p.id + ".log"));
+    CHECK_THAT(logs, Catch::Contains("waiting for its search turn"));
+    CHECK_THAT(logs, Catch::Contains("--gpu-share " + (root / "gpus").string()));
 }
 
 TEST_CASE("two shards share one suite folder: each problem runs once and one report covers them all",
