@@ -38,7 +38,7 @@ struct SuiteRunOptions {
     std::vector<std::string> models;
     std::string optimize_args;
     std::string gpus = "all";
-    int per_gpu = 2;
+    int per_gpu = 1; // docs/suite.md: sharing a GPU is not the default until measured on one
     std::string shard;
     bool retry_failed = false;
     std::optional<int> parallel;
