@@ -145,6 +145,9 @@ int main(int argc, char** argv)
     suite_cmd->add_option("--suite-time", suite_settings.time, "--time of each problem")->capture_default_str();
     suite_cmd->add_option("--gpu-counts", suite_settings.gpu_counts, "GPU counts to measure (those present)")
         ->capture_default_str();
+    suite_cmd->add_option("--per-gpu", suite_settings.runs_per_gpu, "suite run --per-gpu values to measure at each GPU "
+                                                                     "count")
+        ->capture_default_str();
     suite_cmd->add_option("--archives", suite_settings.archive_dir, "folder for the suite folders and logs")
         ->capture_default_str();
 

@@ -1,12 +1,16 @@
-// `kforge_bench suite`: problems per hour of `kforge suite run` against the number of GPUs.
+// `kforge_bench suite`: problems per hour of `kforge suite run` against the number of GPUs and the
+// number of runs sharing each GPU.
 //
-// For each GPU count the machine has (1, 2, 4, 8 by default), this runs the real command a user
-// runs — `kforge suite run TASK... -o DIR --model builtin --time T --gpus N --json` — on the same
-// bundled tasks into a fresh suite folder, and reads back its --json output: the problems done, the
-// wall time measured from outside (imports, startups and the tail where fewer problems than GPUs
-// remain all count), problems per hour, the speedup over one GPU, and each GPU's busy and held
-// shares while problems remained. With as many tasks as GPUs or fewer, adding GPUs cannot help:
-// the default list is long enough for eight.
+// For each GPU count the machine has (1, 2, 4, 8 by default) and each --per-gpu value (1 and 2 by
+// default: one run per GPU at a time, or the next run starting up while one searches), this runs
+// the real command a user runs — `kforge suite run TASK... -o DIR --model builtin --time T --gpus N
+// --per-gpu P --json` — on the same bundled tasks into a fresh suite folder, and reads back its
+// --json output: the problems done, the wall time measured from outside (imports, startups and the
+// tail where fewer problems than GPUs remain all count), problems per hour, the speedup over the
+// first row, and each GPU's busy (the union of its runs' measuring) and held shares while problems
+// remained. With as many tasks as GPUs or fewer, adding GPUs cannot help: the default list is long
+// enough for eight. On simulated GPUs (KFORGE_SIMULATE_GPUS, with KFORGE_SIMULATE_GPU_SETUP_MS for
+// a start-up) it shows what sharing a GPU does to its busy share without one.
 #include <chrono>
 #include <filesystem>
 
@@ -23,23 +27,26 @@ namespace {
 namespace fs = std::filesystem;
 
 // One `suite run` on `gpus` GPUs; its row of the table.
-Json run_suite_once(const BenchOptions& options, const SuiteBenchSettings& settings, int gpus)
+Json run_suite_once(const BenchOptions& options, const SuiteBenchSettings& settings, int gpus, int runs_per_gpu)
 {
-    fs::path root = fs::path(settings.archive_dir) / fmt::format("suite-{}gpu", gpus);
+    std::string name = fmt::format("suite-{}gpu-{}per", gpus, runs_per_gpu);
+    fs::path root = fs::path(settings.archive_dir) / name;
     fs::remove_all(root);
     fs::create_directories(root.parent_path());
     std::vector<std::string> argv{options.kforge, "suite", "run"};
     for (const auto& task : settings.tasks)
         argv.push_back((fs::path(options.tasks_dir) / (task + ".json")).string());
     argv.insert(argv.end(), {"-o", root.string(), "--model", "builtin", "--time", settings.time, "--gpus",
-                             std::to_string(gpus), "--no-knowledge", "--progress", "lines", "--json"});
-    log_info("suite: {} tasks on {} GPU{}, {} each", settings.tasks.size(), gpus, gpus == 1 ? "" : "s", settings.time);
+                             std::to_string(gpus), "--per-gpu", std::to_string(runs_per_gpu), "--no-knowledge",
+                             "--progress", "lines", "--json"});
+    log_info("suite: {} tasks on {} GPU{}, {} at once per GPU, {} each", settings.tasks.size(), gpus,
+             gpus == 1 ? "" : "s", runs_per_gpu, settings.time);
     int rc = 0;
     auto started = std::chrono::steady_clock::now();
-    fs::path log = root.parent_path() / fmt::format("suite-{}gpu.log", gpus);
+    fs::path log = root.parent_path() / (name + ".log");
     std::string text = spawn_capture(argv, rc, CaptureStream::stdout_only, log.string());
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    Json row{{"gpus", gpus}, {"suite", root.string()}, {"exit", rc}, {"wall_s", wall}};
+    Json row{{"gpus", gpus}, {"runs_per_gpu", runs_per_gpu}, {"suite", root.string()}, {"exit", rc}, {"wall_s", wall}};
     Json out;
     try {
         out = Json::parse(text.substr(std::min(text.find('{'), text.size())));
@@ -80,16 +87,18 @@ Json run_suite_bench(const BenchOptions& options, const SuiteBenchSettings& sett
             counts.push_back(n);
     if (counts.empty())
         counts.push_back(1);
+    std::vector<int> sharing = settings.runs_per_gpu.empty() ? std::vector<int>{1} : settings.runs_per_gpu;
     Json rows = Json::array();
-    double one_gpu = 0;
-    for (int n : counts) {
-        Json row = run_suite_once(options, settings, n);
-        double rate = row.value("problems_per_hour", 0.0);
-        if (n == 1)
-            one_gpu = rate;
-        row["speedup"] = one_gpu > 0 ? Json(rate / one_gpu) : Json();
-        rows.push_back(row);
-    }
+    double first = 0;
+    for (int n : counts)
+        for (int p : sharing) {
+            Json row = run_suite_once(options, settings, n, p);
+            double rate = row.value("problems_per_hour", 0.0);
+            if (rows.empty())
+                first = rate;
+            row["speedup"] = first > 0 ? Json(rate / first) : Json();
+            rows.push_back(row);
+        }
     return Json{{"device", visible.front().facts.name},
                 {"gpus_visible", visible.size()},
                 {"tasks", settings.tasks},
@@ -101,18 +110,21 @@ std::string suite_markdown(const Json& suite)
 {
     std::string md = fmt::format(
         "`kforge suite run` of {} bundled tasks, builtin proposer, `--time {}` each, on {} ({} GPU{} visible). "
-        "Wall time from outside the command; busy and held are each GPU's shares while problems remained.\n\n"
-        "| GPUs | finished | correct | wall | problems / hour | speedup | GPU busy | GPU held |\n"
-        "|---:|---:|---:|---:|---:|---:|---|---|\n",
+        "Wall time from outside the command; per GPU: the runs at once on it (--per-gpu), and its shares while "
+        "problems remained: busy (the union of its runs' measuring) and held (some run had it). Speedup: problems "
+        "per hour over the first row.\n\n"
+        "| GPUs | per GPU | finished | correct | wall | problems / hour | speedup | GPU busy | GPU held |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
         suite.at("tasks").size(), suite.at("time").get<std::string>(), suite.at("device").get<std::string>(),
         suite.at("gpus_visible").get<int>(), suite.at("gpus_visible").get<int>() == 1 ? "" : "s");
     for (const auto& row : suite.at("rows")) {
         if (row.contains("error")) {
-            md += fmt::format("| {} | - | - | - | - | - | {} | |\n", row.at("gpus").get<int>(),
-                              row.at("error").get<std::string>());
+            md += fmt::format("| {} | {} | - | - | - | - | - | {} | |\n", row.at("gpus").get<int>(),
+                              row.value("runs_per_gpu", 1), row.at("error").get<std::string>());
             continue;
         }
-        md += fmt::format("| {} | {}/{} | {} | {:.0f} s | **{:.1f}** | {} | {} | {} |\n", row.at("gpus").get<int>(),
+        md += fmt::format("| {} | {} | {}/{} | {} | {:.0f} s | **{:.1f}** | {} | {} | {} |\n", row.at("gpus").get<int>(),
+                          row.value("runs_per_gpu", 1),
                           row.at("finished").get<int64_t>(), row.at("problems").get<int64_t>(),
                           row.at("correct").get<int64_t>(), row.at("wall_s").get<double>(),
                           row.at("problems_per_hour").get<double>(),

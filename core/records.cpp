@@ -38,6 +38,7 @@ Json GpuUsage::to_json() const
     json["busy_s"] = busy_s;
     json["wall_s"] = wall_s;
     json["busy"] = wall_s > 0 ? busy_s / wall_s : 0.0;
+    json["lock_wait_s"] = lock_wait_s;
     json["evaluations"] = evaluations;
     json["restarts"] = restarts;
     json["lost"] = lost;

@@ -85,8 +85,10 @@ struct MetaPrompt {
 };
 
 // One GPU's share of one session of a run. Busy time counts the requests in flight to its worker
-// (verifying, timing, profiling), from the controller's side; wall time runs from when the GPU
-// joined the session (after its baselines were timed) to now or to when it was lost.
+// (verifying, timing, profiling), from the controller's side, less the time its worker waited for
+// a shared GPU's measuring lock (lock_wait_s, kept apart); wall time runs from when the GPU joined
+// the session (after its baselines were timed, and on a shared GPU its search turn came) to now or
+// to when it was lost.
 struct GpuUsage {
     GpuIdentity gpu;
     double busy_s = 0;
@@ -94,6 +96,7 @@ struct GpuUsage {
     int64_t evaluations = 0;       // jobs it finished: screens, confirmations, held-out checks
     int restarts = 0;              // worker processes replaced after a fault, a hang or a crash
     bool lost = false;             // stopped serving (its rank died, its worker would not start)
+    double lock_wait_s = 0;        // a shared GPU: waited for other runs' measurements (not stored)
 
     // The identity's fields, "label", these fields, and "busy" (busy_s / wall_s, 0 without wall).
     Json to_json() const;

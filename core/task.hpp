@@ -126,6 +126,9 @@ struct ArgSpec {
     // PyTorch-program tasks: what the program makes for this argument (tensors always, scalars
     // when forward() takes them).
     ProgramSlot from;
+    // PyTorch-program tasks: the program's tensor has no dimensions (a loss, a sum). kforge holds
+    // its one element as shape [1]; an export to PyTorch takes and returns it as a 0-dim tensor.
+    bool zero_dim = false;
 };
 
 struct Shape {

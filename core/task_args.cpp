@@ -190,7 +190,7 @@ ArgSpec parse_arg_spec(const JsonReader& entry, const std::set<std::string>& sym
                        const std::set<std::string>& scalar_names, const std::set<std::string>& check_names,
                        const std::map<std::string, double, std::less<>>& constants, ReferenceKind reference)
 {
-    entry.allow_only({"name", "kind", "dtype", "shape", "intent", "gen", "check", "value", "doc", "from"});
+    entry.allow_only({"name", "kind", "dtype", "shape", "intent", "gen", "check", "value", "doc", "from", "zero_dim"});
     bool program = reference == ReferenceKind::torch;
     if (auto from = entry.find("from")) {
         if (!program)
@@ -234,6 +234,17 @@ ArgSpec parse_arg_spec(const JsonReader& entry, const std::set<std::string>& sym
         require_integer_expr(dim, expr);
         require_names(dim, expr, symbol_names, "symbol");
         arg.shape.push_back(std::move(expr));
+    }
+    if (auto zero_dim = entry.find("zero_dim")) {
+        arg.zero_dim = zero_dim->as_bool();
+        if (arg.zero_dim && !program)
+            zero_dim->fail("'zero_dim' describes a PyTorch program's 0-dim tensor; this task's reference is a "
+                           "CUDA kernel");
+        auto one = [](const Expr& dim) {
+            return dim.nodes().size() == 1 && dim.nodes()[0].op == Expr::Op::number && dim.nodes()[0].integer == 1;
+        };
+        if (arg.zero_dim && (arg.shape.size() != 1 || !one(arg.shape[0])))
+            zero_dim->fail("a 0-dim tensor holds one element: its shape must be [1]");
     }
     std::string intent = entry.get_string("intent", "in");
     if (intent == "in")

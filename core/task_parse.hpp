@@ -1,8 +1,11 @@
-// Shared steps of the task-spec parser (task.cpp), and the parsing of a task's args: tensors,
-// scalars, their input generators and output checks (task_args.cpp). Internal to core.
+// Shared steps of the task-spec parser (task.cpp), the parsing of a task's args: tensors, scalars,
+// their input generators and output checks (task_args.cpp), and the reading of the files a spec
+// names, confined to its folder (task_files.cpp). Internal to core.
 #pragma once
 
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -40,5 +43,14 @@ void check_task_numbers(const JsonReader& root, const Task& task);
 // Validates the task's default plan (`field`) like a candidate's and resolves it on every shape at
 // every param point, failing at `field` with the plan's problem.
 void check_default_plan(const JsonReader& field, const Task& task, const Plan& plan);
+
+// A file the spec names at `field`, read within the source bound (k_max_source_bytes): its path and
+// text. The file must lie inside `base_dir` (no absolute path, no '..', no symbolic link leading
+// out); `what` names it in errors ("kernel source", "PyTorch program").
+KernelFile read_spec_file(const JsonReader& field, const std::filesystem::path& base_dir, const char* what);
+// A kernel file (read_spec_file) with its plan: its own kforge:plan block, else `default_plan`;
+// a plan error fails at `field`, naming `label` (the seed or reference).
+KernelFile load_kernel_file(const JsonReader& field, const std::filesystem::path& base_dir,
+                            const std::optional<Plan>& default_plan, const std::string& label);
 
 } // namespace kforge::task_parse

@@ -113,6 +113,12 @@ struct EvaluatorConfig {
     // Reuse what earlier runs of the same (binary, plan, params) point established instead of
     // running it on the GPU again (measurement_memo.hpp); false re-measures every run.
     bool reuse_measurements = true;
+    // A GPU shared with other runs (`kforge suite run --per-gpu N`, evaluator/worker/gpu_share.hpp):
+    // the folder of its locks. Workers then measure holding the GPU's measuring lock, and each
+    // slot waits after its baselines for the GPU's search turn, held until the session ends. Only
+    // with one GPU (two sessions holding each other's turns would wait for ever): more is
+    // Error(usage). Empty: the GPUs are this session's alone.
+    std::filesystem::path gpu_share_dir;
 };
 
 // Starts the compile pool and one GPU worker per selected GPU (each times its own baselines).

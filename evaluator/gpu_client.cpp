@@ -7,6 +7,14 @@
 #include "util/log.hpp"
 
 namespace kforge {
+namespace {
+
+// How long a worker may wait for a shared GPU's measuring lock within one request. Every holder's
+// own deadlines bound each hold, so this is reached only when something holds the lock and hangs
+// unnoticed (a process stopped with SIGSTOP, say).
+constexpr auto k_lock_wait_limit = std::chrono::hours(2);
+
+} // namespace
 
 GpuWorkerClient::GpuWorkerClient(std::string worker_executable, std::string visible_devices)
     : m_executable(std::move(worker_executable)), m_visible_devices(std::move(visible_devices))
@@ -25,18 +33,40 @@ std::string GpuWorkerClient::set_setup(Json setup, std::chrono::milliseconds dea
     return problem;
 }
 
+ReceiveStatus GpuWorkerClient::receive_reply(Json& reply, std::chrono::milliseconds deadline, bool& waited_too_long)
+{
+    waited_too_long = false;
+    std::chrono::milliseconds limit = deadline;
+    while (true) {
+        std::string frame;
+        ReceiveStatus status = m_process.receive(frame, limit);
+        if (status != ReceiveStatus::ok)
+            return status;
+        reply = decode_message(frame);
+        std::string interim = reply.is_object() ? reply.value("interim", "") : "";
+        if (interim.empty())
+            return ReceiveStatus::ok;
+        // "gpu_lock_waiting": another run measures on the GPU; "gpu_lock_holding": the worker's own
+        // work goes on, with the whole deadline before it again.
+        waited_too_long = interim == "gpu_lock_waiting";
+        limit = waited_too_long ? std::chrono::duration_cast<std::chrono::milliseconds>(k_lock_wait_limit) : deadline;
+    }
+}
+
 bool GpuWorkerClient::run_setup(std::string& problem)
 {
     m_process.send(encode_message(*m_setup));
-    std::string frame;
-    ReceiveStatus status = m_process.receive(frame, m_setup_deadline);
+    Json reply;
+    bool waited_too_long = false;
+    ReceiveStatus status = receive_reply(reply, m_setup_deadline, waited_too_long);
     if (status != ReceiveStatus::ok) {
         m_process.kill();
         problem = fmt::format("the GPU worker did not come up ({})",
-                              status == ReceiveStatus::timeout ? "setup timed out" : m_process.exit_description());
+                              status != ReceiveStatus::timeout ? m_process.exit_description()
+                              : waited_too_long ? "it waited longer than 2 h for the shared GPU's measuring lock"
+                                                : "setup timed out");
         return false;
     }
-    Json reply = decode_message(frame);
     if (!reply.value("ok", false)) {
         m_process.kill();
         problem = reply.value("error", "the GPU worker's setup failed");
@@ -80,22 +110,25 @@ WorkerReply GpuWorkerClient::request(const Json& message, std::chrono::milliseco
         reply.failure_message = "the GPU worker had exited: " + m_process.exit_description();
         return reply;
     }
-    std::string frame;
-    ReceiveStatus status = m_process.receive(frame, deadline);
+    bool waited_too_long = false;
+    ReceiveStatus status = receive_reply(reply.body, deadline, waited_too_long);
     if (status == ReceiveStatus::timeout) {
         m_process.kill();
+        reply.body = Json::object();
         reply.failure = WorkerFailure::timed_out;
-        reply.failure_message = fmt::format("the GPU worker did not answer within {:.0f} s and was killed",
-                                            deadline.count() / 1000.0);
+        reply.failure_message =
+            waited_too_long ? "the GPU worker waited longer than 2 h for the shared GPU's measuring lock and was killed"
+                            : fmt::format("the GPU worker did not answer within {:.0f} s and was killed",
+                                          deadline.count() / 1000.0);
         return reply;
     }
     if (status != ReceiveStatus::ok) {
         m_process.kill();
+        reply.body = Json::object();
         reply.failure = WorkerFailure::crashed;
         reply.failure_message = fmt::format("the GPU worker died ({})", m_process.exit_description());
         return reply;
     }
-    reply.body = decode_message(frame);
     if (reply.body.value("restart", false)) {
         // The worker exits on its own after such a reply; give it a moment, then make sure.
         m_process.finish(std::chrono::milliseconds(2000));

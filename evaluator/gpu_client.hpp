@@ -2,6 +2,10 @@
 // deadlines, and respawn after a crash, a hang or a reply that asks for a restart. The controller
 // itself never initialises CUDA.
 //
+// A worker on a GPU that other runs share (gpu_share.hpp) may have to wait for the GPU's measuring
+// lock; it says so with interim frames, and a request's deadline does not run while it waits: the
+// deadline bounds the worker's own work, not another run's measurements.
+//
 // Not thread-safe: one thread uses a client. That thread must outlive the worker, because a child
 // dies with the thread that spawned it (util/subprocess.hpp, PR_SET_PDEATHSIG).
 #pragma once
@@ -33,6 +37,9 @@ public:
 private:
     bool ensure_started(std::string& problem);
     bool run_setup(std::string& problem);
+    // Receives the reply to the request just sent, through any interim frames; `waited_too_long`
+    // says a timeout came while the worker waited for the measuring lock.
+    ReceiveStatus receive_reply(Json& reply, std::chrono::milliseconds deadline, bool& waited_too_long);
 
     std::string m_executable;
     std::string m_visible_devices;

@@ -147,10 +147,15 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_
     if (task.spec_path.empty())
         fail_runtime("internal: the GPU evaluator needs a task loaded from a file");
     add_gpus();
+    // Two sessions that each took one GPU's search turn and waited for the other's would wait for ever.
+    if (!config.gpu_share_dir.empty() && m_slots.size() > 1)
+        fail(ErrorKind::usage, "--gpu-share: a run on a shared GPU uses one GPU (--gpus I,), not {}", m_slots.size());
     Json setup{{"op", "setup"},
                {"task_path", std::filesystem::absolute(task.spec_path).string()},
                {"run_secret", config.run_secret},
                {"cache_dir", config.cache_dir.string()}};
+    if (!config.gpu_share_dir.empty())
+        setup["gpu_share_dir"] = std::filesystem::absolute(config.gpu_share_dir).string();
     start_slots(setup);
 
     CompilePoolConfig pool;

@@ -6,8 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "evaluator/worker/gpu_share.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 #include "util/log.hpp"
 
 namespace kforge {
@@ -60,8 +62,36 @@ void GpuSlot::start(const Json& setup)
             MeasurementMemo::key_for_behaviour(hash, m_task.reference.plan.json,
                                                enumerate_param_points(m_task.reference.plan, 1).front()),
             m_baselines);
+    take_search_turn();
     m_joined = EvalClock::now(); // busy and wall time count from here: starting is not evaluating
     m_busy_ns = 0;
+    m_lock_wait_ns = 0;
+}
+
+// Polls rather than blocks, so that Ctrl-C ends the wait; an interrupted wait goes on without the
+// turn: the session is about to end, and whatever it still measures holds the measuring lock.
+void GpuSlot::take_search_turn()
+{
+    if (m_config.gpu_share_dir.empty())
+        return;
+    std::error_code ec;
+    std::filesystem::create_directories(m_config.gpu_share_dir, ec);
+    std::filesystem::path path = gpu_share_path(m_config.gpu_share_dir, m_facts.uuid, GpuShareFile::search_turn);
+    auto began = EvalClock::now();
+    bool waited = false;
+    while (!interrupt_requested()) {
+        m_search_turn = FileLock::acquire(path, LockWait::try_once);
+        if (m_search_turn.held())
+            break;
+        if (!waited)
+            log_info("{} is shared: waiting for its search turn (another run searches on it)", m_identity.label());
+        waited = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (waited)
+        log_info("{}: {} after waiting {:.1f} s for its search turn", m_identity.label(),
+                 m_search_turn.held() ? "searching" : "interrupted",
+                 std::chrono::duration<double>(EvalClock::now() - began).count());
 }
 
 // Baselines are timed once, to the confirmation standard, before any candidate: the reference and
@@ -133,7 +163,10 @@ WorkerReply GpuSlot::send(const Json& request, std::chrono::milliseconds deadlin
 {
     auto begin = EvalClock::now();
     WorkerReply reply = m_link->request(request, deadline);
-    m_busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(EvalClock::now() - begin).count();
+    auto waited = static_cast<int64_t>(reply.body.value("gpu_lock_wait_s", 0.0) * 1e9);
+    auto spent = std::chrono::duration_cast<std::chrono::nanoseconds>(EvalClock::now() - begin).count();
+    m_busy_ns += std::max<int64_t>(0, spent - waited);
+    m_lock_wait_ns += waited;
     m_restarts = m_link->restarts();
     return reply;
 }
@@ -238,6 +271,7 @@ GpuUsage GpuSlot::usage() const
     GpuUsage usage;
     usage.gpu = m_identity;
     usage.busy_s = static_cast<double>(m_busy_ns.load()) * 1e-9;
+    usage.lock_wait_s = static_cast<double>(m_lock_wait_ns.load()) * 1e-9;
     usage.lost = m_lost.load();
     usage.wall_s = static_cast<double>(usage.lost ? m_lost_at_ns.load() : since_start_ns()) * 1e-9;
     usage.evaluations = m_evaluations.load();
@@ -248,6 +282,7 @@ GpuUsage GpuSlot::usage() const
 void GpuSlot::stop()
 {
     m_link->stop();
+    m_search_turn.release();
 }
 
 } // namespace kforge

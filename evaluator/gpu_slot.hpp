@@ -14,6 +14,10 @@
 // Every variant run goes through the measurement memo of the slot's GPU model
 // (measurement_memo.hpp): a (binary, plan, params) point measured before, on this GPU or another
 // of the same model, is not measured again.
+//
+// On a GPU shared with other runs (EvaluatorConfig::gpu_share_dir, worker/gpu_share.hpp) the slot
+// takes the GPU's search turn after its baselines and keeps it until stop(), and its busy time
+// leaves out what its worker waited for the measuring lock.
 #pragma once
 
 #include <atomic>
@@ -35,6 +39,7 @@
 #include "evaluator/gpu_link.hpp"
 #include "evaluator/measurement_memo.hpp"
 #include "evaluator/sweep_board.hpp"
+#include "util/file_lock.hpp"
 
 namespace kforge {
 
@@ -81,7 +86,8 @@ public:
             MeasurementMemo& memo);
 
     // Asks the worker for its device, sets it up with `setup` (replayed to every later worker) and
-    // times the baselines. Call it on the thread that will use the slot: a local worker dies with
+    // times the baselines; on a shared GPU, then waits for the GPU's search turn (however long: the
+    // run before it on this GPU searches meanwhile; Ctrl-C ends the wait). Call it on the thread that will use the slot: a local worker dies with
     // the thread that started it. Throws Error(runtime) naming the GPU when any step fails. The
     // reference's baseline timing goes into the memo as its own point's timing.
     void start(const Json& setup);
@@ -141,6 +147,7 @@ private:
     WorkerReply request_variant(const Json& request);
     WorkerReply send(const Json& request, std::chrono::milliseconds deadline);
     void time_baselines();
+    void take_search_turn();
     Json baseline_summary(const Evaluation& evaluation) const;
     void describe(const PreparedJob& prepared, const Variant& best, const Json& resources, Evaluation& evaluation) const;
     int64_t since_start_ns() const;
@@ -158,6 +165,8 @@ private:
 
     EvalClock::time_point m_joined = EvalClock::now();
     std::atomic<int64_t> m_busy_ns{0};
+    std::atomic<int64_t> m_lock_wait_ns{0};
+    FileLock m_search_turn;
     std::atomic<int64_t> m_evaluations{0};
     std::atomic<int> m_restarts{0};
     std::atomic<bool> m_lost{false};

@@ -33,7 +33,9 @@ int run_echo_child()
     return 0;
 }
 // A stand-in GPU worker (`__worker gpu`) for the respawn tests: the same framed CBOR protocol,
-// answering "ping", crashing on "crash", hanging on "hang", asking for a restart on "poison".
+// answering "ping", crashing on "crash", hanging on "hang", asking for a restart on "poison", and on
+// "shared" waiting `wait_ms` for a shared GPU's measuring lock (with the interim frames a real
+// worker sends) before working `work_ms`.
 int run_fake_gpu_worker()
 {
     auto channel = kforge::ParentChannel::adopt();
@@ -45,6 +47,12 @@ int run_fake_gpu_worker()
             std::raise(SIGSEGV);
         if (op == "hang")
             std::this_thread::sleep_for(std::chrono::hours(1));
+        if (op == "shared") {
+            channel.send(kforge::encode_message(kforge::Json{{"interim", "gpu_lock_waiting"}}));
+            std::this_thread::sleep_for(std::chrono::milliseconds(request.value("wait_ms", 0)));
+            channel.send(kforge::encode_message(kforge::Json{{"interim", "gpu_lock_holding"}}));
+            std::this_thread::sleep_for(std::chrono::milliseconds(request.value("work_ms", 0)));
+        }
         kforge::Json reply{{"ok", true}, {"served", ++served}, {"pid", static_cast<int>(::getpid())}};
         if (op == "poison")
             reply["restart"] = true;

@@ -477,7 +477,7 @@ std::vector<SlurmJob> SlurmCluster::jobs(long id) const
 
 bool SlurmCluster::wait_until_ended(long id, int seconds) const
 {
-    for (auto until = Clock::now() + std::chrono::seconds(seconds); Clock::now() < until;) {
+    for (auto until = Clock::now() + std::chrono::seconds(seconds);;) {
         std::vector<SlurmJob> known = jobs(id);
         bool active = known.empty(); // not listed yet counts as not ended
         for (const auto& job : known)
@@ -485,9 +485,10 @@ bool SlurmCluster::wait_until_ended(long id, int seconds) const
                      job.state == "CONFIGURING" || job.state == "REQUEUED" || job.state == "SUSPENDED";
         if (!active)
             return true;
+        if (Clock::now() >= until)
+            return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
-    return false;
 }
 
 int SlurmCluster::task_process(long job_id, const std::string& entry, const std::string& word) const

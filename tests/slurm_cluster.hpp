@@ -77,8 +77,8 @@ public:
     long submit(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {}) const;
     // The jobs `scontrol show job` knows under `id` (an array job lists each of its tasks).
     std::vector<SlurmJob> jobs(long id) const;
-    // Waits (up to `seconds`) until none of the jobs under `id` is pending, running or completing;
-    // false on timeout.
+    // Waits (up to `seconds`; 0: only looks) until none of the jobs under `id` is pending, running
+    // or completing; false on timeout.
     bool wait_until_ended(long id, int seconds) const;
 
     // The pid of a kforge process of job `job_id` whose environment holds `entry` (e.g.

@@ -86,6 +86,10 @@ public:
     // with `compile`, torch.compile a baseline ("torch_compile"), both timed by the reference
     // process on this GPU with an L2 flush per sample (torch_reference.hpp).
     BaselineTimings time_program_baselines(bool compile);
+    // PyTorch-program tasks: torch.compile's CPU work for every bench shape, done ahead without
+    // running anything on the GPU (TorchReference::warm_compile), so that time_program_baselines,
+    // run under a shared GPU's measuring lock, holds it for little more than the timing.
+    void warm_program_compile();
     // PyTorch-program tasks: the program's own outputs (in its dtypes) against the expected ones
     // under the task's check, on every shape of `shapes`: "" when it passes everywhere, else the
     // first failure. A program that fails its own check has a tolerance too tight for it.

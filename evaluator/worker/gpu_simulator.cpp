@@ -1,6 +1,7 @@
 // The simulated GPU worker; see gpu_simulator.hpp for the landscape and why it exists.
 #include "evaluator/worker/gpu_simulator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -11,9 +12,9 @@
 #include <fmt/format.h>
 
 #include "core/task.hpp"
-#include "evaluator/compile/compile.hpp"
 #include "evaluator/compile/compile_cache.hpp"
 #include "evaluator/compile/cubin_info.hpp"
+#include "evaluator/worker/gpu_share.hpp"
 #include "evaluator/worker/roofline.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
@@ -31,13 +32,11 @@ std::string env_text(const char* name)
     return value ? trim(value) : std::string();
 }
 
-constexpr const char* k_simulated_uuid_prefix = "GPU-5140a7ed-";
-
 DeviceFacts simulated_facts(const std::string& name, size_t position)
 {
     DeviceFacts facts;
     facts.name = name;
-    facts.uuid = fmt::format("{}0000-4000-8000-{:012x}", k_simulated_uuid_prefix, position);
+    facts.uuid = fmt::format("GPU-5140a7ed-0000-4000-8000-{:012x}", position);
     facts.ordinal = static_cast<int>(position);
     facts.cc_major = 9;
     facts.cc_minor = 0;
@@ -56,23 +55,12 @@ DeviceFacts simulated_facts(const std::string& name, size_t position)
     return facts;
 }
 
-// The devices a worker sees: those CUDA_VISIBLE_DEVICES pins by UUID, as the driver would, in its
-// order. A value naming no simulated UUID (the real GPUs of the machine the tests run on) is
-// ignored, so simulated runs behave the same on every machine.
+// The devices a worker sees: the simulated machine under CUDA_VISIBLE_DEVICES, as the driver reads it.
 std::vector<DeviceFacts> visible_devices()
 {
-    std::vector<DeviceFacts> all = simulated_devices(env_text(k_simulate_gpus_env));
-    std::string mask = env_text("CUDA_VISIBLE_DEVICES");
-    if (mask.find(k_simulated_uuid_prefix) == std::string::npos)
-        return all;
-    std::vector<DeviceFacts> shown;
-    for (const auto& entry : split(mask, ','))
-        for (const auto& facts : all)
-            if (trim(entry) == facts.uuid)
-                shown.push_back(facts);
-    for (size_t i = 0; i < shown.size(); ++i)
-        shown[i].ordinal = static_cast<int>(i);
-    return shown;
+    const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
+    return cuda_visible_devices(simulated_devices(env_text(k_simulate_gpus_env)),
+                                mask ? std::optional<std::string>(mask) : std::nullopt);
 }
 
 Measurement timed(const Shape& shape, const std::string& subject, double median_ns, bool confirmed)
@@ -113,7 +101,9 @@ bool landscape_from_plan()
 class SimulatedGpu
 {
 public:
+    explicit SimulatedGpu(ParentChannel& channel) : m_channel(channel) {}
     Json serve(const Json& request);
+    MeasuringLock& share() { return m_share; }
 
 private:
     Json device();
@@ -125,6 +115,8 @@ private:
     double noisy(double ns, bool confirmed);
     void spend(double units) const;
 
+    ParentChannel& m_channel;
+    MeasuringLock m_share;
     std::vector<DeviceFacts> m_visible = visible_devices();
     SimulatedCosts m_costs = parse_simulated_costs(env_text(k_simulate_gpu_costs_env));
     double m_noise = parse_simulated_noise(env_text(k_simulate_gpu_noise_env));
@@ -171,12 +163,30 @@ Json SimulatedGpu::setup(const Json& request)
 {
     if (m_visible.empty())
         return device();
+    auto begin = std::chrono::steady_clock::now();
+    if (std::string dir = request.value("gpu_share_dir", ""); !dir.empty()) {
+        ParentChannel* channel = &m_channel;
+        m_share.configure(dir, m_visible.front().uuid, [channel](std::string_view event) {
+            channel->send(encode_message(Json{{"interim", fmt::format("gpu_lock_{}", event)}}));
+        });
+    }
     m_task = std::make_unique<Task>(load_task(request.at("task_path").get<std::string>()));
+    // Start-up off the GPU (a real worker's context, compiles, a PyTorch reference process), then
+    // the copy-bandwidth probe, on it.
+    std::string startup = env_text(k_simulate_gpu_setup_ms_env);
+    if (double ms = startup.empty() ? 0.0 : std::atof(startup.c_str()); ms > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(1000 * ms)));
+    {
+        MeasuringLock::Hold hold = m_share.hold("setup");
+        spend(0.1);
+    }
     m_peaks = theoretical_peaks(m_visible.front());
     m_peaks.measured_dram_bytes_per_s = 0.9 * m_peaks.dram_bytes_per_s;
-    Json reply{{"ok", true}, {"peaks", m_peaks.to_json()}, {"setup_seconds", 0.0}, {"counters", "simulated"}};
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    Json reply{{"ok", true}, {"peaks", m_peaks.to_json()}, {"setup_seconds", seconds}, {"counters", "simulated"}};
     if (!m_task->is_torch())
-        reply["reference_behaviour_hash"] = reference_behaviour_hash(*m_task, m_visible.front().arch(), request.value("cache_dir", ""));
+        reply["reference_behaviour_hash"] =
+            reference_behaviour_hash(*m_task, m_visible.front().arch(), request.value("cache_dir", ""));
     return reply;
 }
 
@@ -185,7 +195,6 @@ double SimulatedGpu::reference_ns(const Shape& shape) const
     return 2000.0 + 1.6 * roofline_at(*m_task, shape, m_peaks).roofline_ns;
 }
 
-// Sleeps `units` times KFORGE_SIMULATE_GPU_MS (20 ms unless set).
 double SimulatedGpu::noisy(double ns, bool confirmed)
 {
     double spread = confirmed ? m_noise / 4 : m_noise;
@@ -194,6 +203,7 @@ double SimulatedGpu::noisy(double ns, bool confirmed)
     return ns * std::uniform_real_distribution<double>(1 - spread, 1 + spread)(m_rng);
 }
 
+// Sleeps `units` times KFORGE_SIMULATE_GPU_MS (20 ms unless set).
 void SimulatedGpu::spend(double units) const
 {
     std::string text = env_text(k_simulate_gpu_ms_env);
@@ -206,7 +216,10 @@ Json SimulatedGpu::time_reference(const Json& request)
 {
     if (!m_task)
         return Json{{"ok", false}, {"error", "time_reference before setup"}};
-    spend(m_costs.baselines);
+    {
+        MeasuringLock::Hold hold = m_share.hold("baselines");
+        spend(m_costs.baselines);
+    }
     bool confirmed = request.value("level", "quick") == "confirm";
     Json measurements = Json::array();
     for (const auto& shape : m_task->bench)
@@ -233,6 +246,7 @@ Json SimulatedGpu::run_variant(const Json& request)
     if (!m_task)
         return Json{{"ok", false}, {"error", "run_variant before setup"}};
     std::string timing = request.value("timing", "quick");
+    MeasuringLock::Hold hold = m_share.hold("variant");
     spend((request.value("verify_tests", false) ? m_costs.verify : 0.0) +
           (timing == "confirm" ? m_costs.confirm : timing == "none" ? 0.0 : m_costs.screen) +
           (request.value("profile", false) ? m_costs.profile : 0.0) +
@@ -344,11 +358,59 @@ std::vector<DeviceFacts> simulated_devices(const std::string& spec)
     return devices;
 }
 
+std::vector<DeviceFacts> cuda_visible_devices(const std::vector<DeviceFacts>& machine, const std::optional<std::string>& mask)
+{
+    if (!mask)
+        return machine;
+    std::vector<std::string> entries = split(*mask, ',');
+    for (auto& entry : entries)
+        entry = trim(entry);
+    // UUIDs, none a simulated GPU's (not even in part): the value is about the machine's real GPUs.
+    auto names_uuid = [](const std::string& entry) { return entry.rfind("GPU-", 0) == 0 || entry.rfind("MIG-", 0) == 0; };
+    auto names_simulated = [&](const std::string& entry) {
+        return std::any_of(machine.begin(), machine.end(),
+                           [&](const DeviceFacts& facts) { return facts.uuid.rfind(entry, 0) == 0; });
+    };
+    if (std::any_of(entries.begin(), entries.end(), names_uuid) &&
+        std::none_of(entries.begin(), entries.end(),
+                     [&](const std::string& entry) { return names_uuid(entry) && names_simulated(entry); }))
+        return machine;
+    // The device an entry names: an index of the machine, or a UUID or a prefix of exactly one.
+    auto named = [&](const std::string& entry) -> std::optional<size_t> {
+        bool index = !entry.empty() && entry.size() <= 4 && entry.find_first_not_of("0123456789") == std::string::npos;
+        if (index) {
+            auto position = static_cast<size_t>(std::stoi(entry));
+            return position < machine.size() ? std::optional<size_t>(position) : std::nullopt;
+        }
+        if (entry.rfind("GPU-", 0) != 0)
+            return std::nullopt;
+        std::optional<size_t> found;
+        for (size_t i = 0; i < machine.size(); ++i)
+            if (machine[i].uuid.rfind(entry, 0) == 0) {
+                if (found)
+                    return std::nullopt; // a prefix of several names none
+                found = i;
+            }
+        return found;
+    };
+    std::vector<DeviceFacts> shown;
+    std::vector<size_t> taken;
+    for (const auto& entry : entries) {
+        std::optional<size_t> position = named(entry);
+        if (!position || std::find(taken.begin(), taken.end(), *position) != taken.end())
+            break;
+        taken.push_back(*position);
+        shown.push_back(machine[*position]);
+        shown.back().ordinal = static_cast<int>(shown.size() - 1);
+    }
+    return shown;
+}
+
 int run_simulated_gpu_worker()
 {
     ParentChannel channel = ParentChannel::adopt();
     leave_interrupts_to_controller();
-    SimulatedGpu gpu;
+    SimulatedGpu gpu(channel);
     while (auto frame = channel.receive()) {
         Json reply;
         try {
@@ -356,6 +418,8 @@ int run_simulated_gpu_worker()
         } catch (const std::exception& e) {
             reply = Json{{"ok", false}, {"error", e.what()}};
         }
+        if (gpu.share().configured())
+            reply["gpu_lock_wait_s"] = gpu.share().take_waited_s();
         if (!channel.send(encode_message(reply)))
             return 1;
         if (reply.value("restart", false))

@@ -1,17 +1,19 @@
 // A stand-in GPU for machines without one (CI, tests, trying the multi-GPU and MPI machinery).
 //
 // With KFORGE_SIMULATE_GPUS set, `kforge __worker gpu` serves the worker protocol
-// (worker_protocol.hpp) without touching CUDA: "devices" lists the simulated GPUs, "device"
-// describes the one CUDA_VISIBLE_DEVICES pins by UUID (as the GPU evaluator pins real GPUs; a value
-// without simulated UUIDs, such as the real GPUs of the machine, is ignored), and the rest
-// answers with verdicts and times derived from the CUBIN and the param point alone, so the same
-// candidate gets the same verdict and the same times on every simulated GPU, in every process and
-// every run. Everything above the worker is the real thing: the GPU evaluator, its scheduler, the
-// pipes, the MPI service, worker respawns.
+// (worker_protocol.hpp) without touching CUDA: "devices" lists the simulated GPUs that
+// CUDA_VISIBLE_DEVICES leaves visible, read as the CUDA driver reads it (indices, as SLURM sets
+// them for `--gres=gpu:N`, or UUIDs, as the GPU evaluator pins each worker), "device" describes the
+// first of them, and the rest answers with verdicts and times derived from the CUBIN and the param
+// point alone, so the same candidate gets the same verdict and the same times on every simulated
+// GPU, in every process and every run. Everything above the worker is the real thing: the GPU
+// evaluator, its scheduler, the pipes, the MPI service, worker respawns.
 //
 //   KFORGE_SIMULATE_GPUS=3                three identical GPUs
 //   KFORGE_SIMULATE_GPUS=sim-a,sim-a,sim-b  three GPUs named so (two models: --gpus must choose)
 //   KFORGE_SIMULATE_GPU_MS=20             milliseconds a screened variant takes (default 20)
+//   KFORGE_SIMULATE_GPU_SETUP_MS=0        milliseconds a worker's setup spends off the GPU first (a
+//                                         real one's context, compiles, PyTorch reference process)
 //
 // Time is spent in proportion to what a request asks, as on a real GPU: verifying the test shapes
 // and a quick or sweep timing take half the unit each (a screened variant: one unit); a
@@ -41,8 +43,13 @@
 // with a sticky error (the worker asks to be replaced, as after a real illegal address), the rest
 // is correct with a speedup between 0.5x and 1.5x over a reference timed at 1.6x the roofline
 // floor. A simulated GPU has no vendor libraries and no hardware counters.
+//
+// A simulated GPU is shared like a real one (gpu_share.hpp): with a "gpu_share_dir" in the setup,
+// the time it spends "on the GPU" (the setup's probe, baselines, variants) is spent holding the
+// measuring lock and is logged, so the sharing of a suite's runs is exercised and checked in CI.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +59,7 @@ namespace kforge {
 
 inline constexpr const char* k_simulate_gpus_env = "KFORGE_SIMULATE_GPUS";
 inline constexpr const char* k_simulate_gpu_ms_env = "KFORGE_SIMULATE_GPU_MS";
+inline constexpr const char* k_simulate_gpu_setup_ms_env = "KFORGE_SIMULATE_GPU_SETUP_MS";
 inline constexpr const char* k_simulate_gpu_costs_env = "KFORGE_SIMULATE_GPU_COSTS";
 
 // What each phase of a request costs a simulated GPU, in units of KFORGE_SIMULATE_GPU_MS.
@@ -82,6 +90,16 @@ bool simulated_gpus_requested();
 // Hopper-like facts, the given names (or "kforge simulated GPU"), UUIDs fixed by position.
 // Throws Error(usage) for a count that is not 1 to 64.
 std::vector<DeviceFacts> simulated_devices(const std::string& spec);
+
+// The devices of `machine` (simulated GPUs in PCI bus order, the order kforge's workers ask the
+// driver for) that a CUDA program sees under CUDA_VISIBLE_DEVICES=`mask` (nullopt: unset),
+// renumbered from 0 in the order the value names them, read as the driver documents it: each
+// comma-separated entry is an index of the machine or a GPU UUID (or a prefix of exactly one); the
+// first entry that names no device ("-1", "NoDevFiles", an index past the end) or one already
+// named ends the list, so an empty value shows none. A value naming GPUs by UUID, none of them
+// simulated (the real GPUs of the machine the tests run on), is ignored: every simulated GPU is
+// shown, so simulated runs behave the same on every machine.
+std::vector<DeviceFacts> cuda_visible_devices(const std::vector<DeviceFacts>& machine, const std::optional<std::string>& mask);
 
 // The body of `kforge __worker gpu` when simulating.
 int run_simulated_gpu_worker();

@@ -1,6 +1,13 @@
 // `kforge __worker gpu`: the process that owns a GPU. It serves requests from the controller over
 // fds 3/4 (worker_protocol.hpp) until the controller closes the pipe, and exits after any reply that
 // says its context is unusable, so the controller can start a clean one.
+//
+// On a GPU shared with other runs (the setup names a "gpu_share_dir", gpu_share.hpp) every step that
+// runs on the GPU holds the GPU's measuring lock: the copy-bandwidth probe of the setup, the
+// baselines (after torch.compile's CPU work, done ahead), a program check and each variant; the
+// setup's compiles and the PyTorch reference process's start are done without it. A request that
+// has to wait for the lock says so with an interim frame before and after the wait, and its reply
+// gives the seconds waited ("gpu_lock_wait_s").
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -12,6 +19,7 @@
 #include "evaluator/compile/compile_cache.hpp"
 #include "evaluator/compile/cubin_info.hpp"
 #include "evaluator/worker/cupti_activity.hpp"
+#include "evaluator/worker/gpu_share.hpp"
 #include "evaluator/worker/gpu_simulator.hpp"
 #include "evaluator/worker/gpu_runner.hpp"
 #include "evaluator/worker/vendor_baseline.hpp"
@@ -64,6 +72,8 @@ double measure_copy_bandwidth(const GpuContext& context)
 }
 
 struct WorkerState {
+    ParentChannel* channel = nullptr;
+    MeasuringLock share;  // inert unless the setup shares the GPU
     std::unique_ptr<GpuContext> context;
     std::string cupti_problem;
     std::unique_ptr<InternalKernels> kernels;
@@ -138,6 +148,7 @@ Json handle_probe_counters(WorkerState& state)
 // profiler and the runner.
 void make_runner(WorkerState& state)
 {
+    MeasuringLock::Hold hold = state.share.hold("setup"); // the copy-bandwidth probe runs kernels
     const Task& task = *state.task;
     size_t flush = std::max<size_t>(size_t{256} << 20, 4 * static_cast<size_t>(state.context->facts().l2_bytes));
     state.timer = std::make_unique<Timer>(*state.context, *state.kernels, flush);
@@ -183,6 +194,12 @@ Json handle_setup(WorkerState& state, const Json& request)
         return Json{{"ok", false}, {"error", "CUPTI activity tracing is unavailable, so kforge cannot time kernels: " +
                                                  state.cupti_problem}};
     auto begin = std::chrono::steady_clock::now();
+    if (std::string dir = request.value("gpu_share_dir", ""); !dir.empty()) {
+        ParentChannel* channel = state.channel;
+        state.share.configure(dir, state.context->facts().uuid, [channel](std::string_view event) {
+            channel->send(encode_message(Json{{"interim", fmt::format("gpu_lock_{}", event)}}));
+        });
+    }
     std::filesystem::path cache_dir = request.value("cache_dir", "");
     state.task = std::make_unique<Task>(load_task(request.at("task_path").get<std::string>()));
     state.kernels = std::make_unique<InternalKernels>(*state.context, cache_dir);
@@ -223,9 +240,13 @@ Json handle_time_reference(WorkerState& state, const Json& request)
         library_json = Json{{"path", library->path().string()}, {"versions", library->versions()},
                             {"reason", library->reason()}};
     }
+    bool compile = request.value("vendor", false);
+    if (state.task->is_torch() && compile && state.share.configured())
+        state.runner->warm_program_compile(); // its CPU work, before the lock
+    MeasuringLock::Hold hold = state.share.hold("baselines");
     BaselineTimings timings =
         state.task->is_torch()
-            ? state.runner->time_program_baselines(request.value("vendor", false))
+            ? state.runner->time_program_baselines(compile)
             : state.runner->time_baselines(parse_level(request.value("level", "quick")), library,
                                            std::chrono::milliseconds(request.value("deadline_ms", 60000)));
     if (!timings.problem.empty())
@@ -251,6 +272,7 @@ Json handle_check_program(WorkerState& state, const Json& request)
         for (const auto& shape : list)
             shapes.push_back(&shape);
     }
+    MeasuringLock::Hold hold = state.share.hold("check_program");
     return Json{{"ok", true}, {"problem", state.runner->check_program(shapes)}};
 }
 
@@ -273,7 +295,10 @@ Json handle_run_variant(WorkerState& state, const Json& request)
     variant.timing = parse_level(request.value("timing", "quick"));
     variant.launch_deadline = std::chrono::milliseconds(request.value("deadline_ms", 10000));
     variant.profile = request.value("profile", false);
-    VariantOutcome outcome = state.runner->run(variant);
+    VariantOutcome outcome = [&] {
+        MeasuringLock::Hold hold = state.share.hold("variant");
+        return state.runner->run(variant);
+    }();
     Json measurements = Json::array();
     for (const auto& m : outcome.measurements)
         measurements.push_back(measurement_to_json(m));
@@ -296,6 +321,7 @@ int run_gpu_worker()
     install_crash_trace("kforge GPU worker");
     leave_interrupts_to_controller();
     WorkerState state;
+    state.channel = &channel;
     while (auto frame = channel.receive()) {
         Json reply;
         try {
@@ -322,6 +348,8 @@ int run_gpu_worker()
         } catch (const std::exception& e) {
             reply = Json{{"ok", false}, {"error", e.what()}};
         }
+        if (state.share.configured())
+            reply["gpu_lock_wait_s"] = state.share.take_waited_s();
         if (!channel.send(encode_message(reply)))
             return 1;
         // A lost context may still run a spinning kernel: leave without destructors or atexit

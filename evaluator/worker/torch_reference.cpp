@@ -208,4 +208,23 @@ std::vector<ProgramTiming> TorchReference::time(const Shape& shape, uint64_t inp
     return out;
 }
 
+std::string TorchReference::warm_compile(const Shape& shape, uint64_t input_seed)
+{
+    Json request{{"op", "warm_compile"},
+                 {"sizes", sizes_json(m_task, shape)},
+                 {"input_seed", input_seed},
+                 {"param_seed", param_seed(input_seed)},
+                 {"limit_seconds", 300}};
+    try {
+        Json reply = call(request, k_time_limit);
+        if (reply.value("warmed", false)) {
+            log_debug("torch.compile warmed ahead on {} in {:.1f} s", shape.label, reply.value("seconds", 0.0));
+            return "";
+        }
+        return reply.value("note", std::string("not warmed"));
+    } catch (const Error& e) {
+        return e.what();
+    }
+}
+
 } // namespace kforge

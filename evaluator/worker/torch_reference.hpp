@@ -78,6 +78,12 @@ public:
     // when eager timing fails; a compile failure is reported in its ProgramTiming.
     std::vector<ProgramTiming> time(const Shape& shape, uint64_t input_seed, bool compile, uint64_t flush_bytes);
 
+    // torch.compile's CPU work for `shape`, done ahead on stand-in tensors without running anything
+    // on the GPU (python/kforge_torch/timing.py: warm_compile), so that the compile time() makes
+    // next finds torch's caches warm. Advice only: returns why it did not warm ("" when it did),
+    // and never throws for the program's sake (a process that fails is restarted by the next call).
+    std::string warm_compile(const Shape& shape, uint64_t input_seed);
+
     // Starts and sets up the process now (it is otherwise started on first use), so that a
     // missing python3 or torch, or a program that cannot be loaded, shows at once. Throws.
     void ensure_running();

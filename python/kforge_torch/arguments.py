@@ -89,16 +89,28 @@ def describe_arguments(layouts, symbols, model_class):
         else:
             arg.update(kind="tensor", dtype=fact.dtype,
                        dims=_fit_dims(layouts, lambda l: l.inputs[i], symbols, f"input {name}"))
+            _mark_zero_dim(arg, [l.inputs[i] for _, l in layouts], f"input {name}")
         args.append(arg)
     for p, (key, fact) in enumerate(reference.params):
         name = namer.unique(param_arg_name(key))
         args.append({"name": name, "role": "param", "key": key, "kind": "tensor", "dtype": fact.dtype,
                      "dims": _fit_dims(layouts, lambda l: l.params[p][1], symbols, f"parameter {key}")})
+        _mark_zero_dim(args[-1], [l.params[p][1] for _, l in layouts], f"parameter {key}")
     for o, fact in enumerate(reference.outputs):
         name = namer.unique(f"out{o}" if reference.output_tuple else "out")
         args.append({"name": name, "role": "output", "index": o, "kind": "tensor", "dtype": fact.dtype,
                      "dims": _fit_dims(with_outputs, lambda l: l.outputs[o], symbols, f"output {name}")})
+        _mark_zero_dim(args[-1], [l.outputs[o] for _, l in with_outputs], f"output {name}")
     return args, reference.output_tuple
+
+
+def _mark_zero_dim(arg, facts, what):
+    """Sets arg["zero_dim"] where the program makes a 0-dim tensor at every size (held as dims [1])."""
+    zero = {getattr(f, "zero_dim", False) for f in facts}
+    if len(zero) > 1:
+        raise ProblemError(f"{what} is a 0-dim tensor at some sizes and not at others")
+    if zero == {True}:
+        arg["zero_dim"] = True
 
 
 def _fit_dims(layouts, pick, symbols, what):

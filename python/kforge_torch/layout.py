@@ -20,7 +20,9 @@ import torch
 
 from .problem import ProblemError, dtype_name
 
-TensorFact = collections.namedtuple("TensorFact", "dims dtype")   # dims: tuple of ints, 0-dim -> (1,)
+# dims: a tuple of ints. A 0-dim tensor is held as one element, dims (1,), with zero_dim set so the
+# spec can say so (ModelNew then takes and returns a 0-dim tensor where the program does).
+TensorFact = collections.namedtuple("TensorFact", "dims dtype zero_dim", defaults=(False,))
 ScalarFact = collections.namedtuple("ScalarFact", "value dtype")  # a Python number among the inputs
 
 REAL_FALLBACK_ELEMENTS = 1 << 22  # the most input elements a forward runs on the CPU for its dims
@@ -28,7 +30,7 @@ REAL_FALLBACK_ELEMENTS = 1 << 22  # the most input elements a forward runs on th
 
 def tensor_fact(tensor, what):
     dims = tuple(int(d) for d in tensor.shape) or (1,)
-    return TensorFact(dims, dtype_name(tensor.dtype, what))
+    return TensorFact(dims, dtype_name(tensor.dtype, what), tensor.dim() == 0)
 
 
 def scalar_fact(value):

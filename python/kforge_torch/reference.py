@@ -5,8 +5,10 @@ The GPU worker starts one per GPU and speaks frames (frames.py) over fds 3 (requ
 device, under the worker's seed; builds the model from `get_init_inputs()` under the parameter
 seed; computes the outputs in fp64 (or in the program's own dtype); and writes whatever the worker
 names into the worker's own allocations. It also times the program (eager and `torch.compile`) for
-the baselines. Requests run one at a time; a bad request is an `"ok": false` reply and the process
-carries on. A CUDA error that poisons the context is replied with `"fatal": true`, and the process
+the baselines, and can compile it ahead on stand-in tensors without running anything on the GPU
+(`warm_compile`): on a GPU that several runs share, the compile's CPU work is then done before the
+worker takes the GPU's measuring lock (evaluator/worker/gpu_share.hpp). Requests run one at a
+time; a bad request is an `"ok": false` reply and the process carries on. A CUDA error that poisons the context is replied with `"fatal": true`, and the process
 exits so the worker can start a fresh one.
 
 Memory is the worker's first: the model of the last (sizes, param_seed) is kept (building one can
@@ -82,7 +84,9 @@ class ReferenceProcess:
             return self.prepare(request)
         if op == "time":
             return self.time(request)
-        raise RequestError(f"unknown op {op!r} (setup, prepare, time)")
+        if op == "warm_compile":
+            return self.warm_compile(request)
+        raise RequestError(f"unknown op {op!r} (setup, prepare, time, warm_compile)")
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -191,6 +195,23 @@ class ReferenceProcess:
             del inputs
             self.sampler.release()
             self._free()
+        return reply
+
+
+    # -- warm_compile -----------------------------------------------------------------------------
+
+    def warm_compile(self, request):
+        """torch.compile of the program at these sizes on stand-in tensors, running nothing on the GPU,
+        so that the compile a `time` request makes afterwards (under the GPU's measuring lock) finds
+        torch's compile caches warm. Its answer is advice, never an error: {"warmed", "seconds", "note"}."""
+        from .timing import warm_compile
+        sizes = self._sizes(request)
+        input_seed, param_seed = self._seed(request, "input_seed"), self._seed(request, "param_seed")
+        limit = request.get("limit_seconds", 300)
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0:
+            raise RequestError(f"limit_seconds must be a number above 0, not {limit!r}")
+        reply = warm_compile(self._program(sizes), input_seed, param_seed, self.device, float(limit))
+        reply["ok"] = True
         return reply
 
 

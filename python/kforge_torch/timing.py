@@ -10,6 +10,9 @@ the path runs in tests without a GPU.
 
 `torch.compile` compiles on the first call, under `compile_limit_seconds` (an alarm interrupts
 it); a compile that fails or passes its limit is that mode's `{"error": ...}`, never the request's.
+`warm_compile` does that compile's CPU work ahead, on stand-in tensors and without running anything
+on the GPU, so that a worker sharing its GPU (evaluator/worker/gpu_share.hpp) holds the GPU for
+the rest only.
 """
 import contextlib
 import signal
@@ -175,3 +178,81 @@ def _time_compiled(sampler, model, inputs, device, settings):
         raise
     stats["compile_seconds"] = round(compile_seconds, 3)
     return stats, ""
+
+
+class _Warmed(Exception):
+    """Raised by the warming backend's graph in place of running it: the call ends there."""
+
+
+def _warming_backend(gm, example_inputs):
+    """torch.compile's default backend (inductor's compile_fx, as `torch.compile(model)` calls it),
+    except that the compiled graph is never run: calling it raises _Warmed."""
+    from torch._inductor.compile_fx import compile_fx
+    compile_fx(gm, example_inputs)
+
+    def stop(*args, **kwargs):
+        raise _Warmed()
+    return stop
+
+
+def _stand_in(value, device):
+    """An uninitialised tensor on `device` shaped like `value` (allocation only, no kernel)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    out = torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device=device)
+    return out.requires_grad_(value.requires_grad)
+
+
+def _without_gpu_benchmarks():
+    """Inductor settings that would benchmark on the GPU while compiling (pad_mm's padding choice)
+    switched off; nullcontext where this torch lacks them."""
+    from torch._inductor import config
+    patches = {name: False for name in ("shape_padding",) if hasattr(config, name)}
+    return config.patch(patches) if patches and hasattr(config, "patch") else contextlib.nullcontext()
+
+
+def warm_compile(program, input_seed, param_seed, device, limit_seconds):
+    """Compiles `program` with torch.compile at its current sizes on stand-ins — the model made on the
+    meta device and given uninitialised storage on `device`, inputs shaped like get_inputs()' —
+    running nothing on the GPU: the compiled graph is never called, a program that would not compile
+    into one graph is refused before it runs, and settings under which inductor benchmarks while
+    compiling are off. What it leaves is torch's caches (the modules it imports, its
+    compile workers, the generated and compiled Triton kernels), so that the real compile that
+    `time_mode` makes afterwards, under the GPU's measuring lock, is short; the real compile is the
+    same `torch.compile(model, dynamic=False)` as ever, so what is timed does not change. Returns
+    {"warmed": bool, "seconds": float, "note": why not (when not)}; never raises for the program's
+    sake."""
+    began = time.perf_counter()
+
+    def answer(warmed, note=""):
+        out = {"warmed": warmed, "seconds": round(time.perf_counter() - began, 3)}
+        if note:
+            out["note"] = note
+        return out
+
+    if torch.device(device).type != "cuda":
+        return answer(False, "only a GPU's compile is warmed ahead")
+    if not hasattr(torch, "compile"):
+        return answer(False, f"torch.compile needs torch 2.0 or newer; this is torch {torch.__version__}")
+    try:
+        model = program.build_model(param_seed, "meta").to_empty(device=device)
+        inputs = [_stand_in(v, device) for v in program.make_inputs(input_seed, "meta")]
+        # fullgraph: a program with graph breaks is refused while tracing, before any of it could run
+        # eagerly on the stand-ins; its real compile is then simply not warmed.
+        compiled = torch.compile(model, dynamic=False, fullgraph=True, backend=_warming_backend)
+        with torch.no_grad(), _without_gpu_benchmarks(), time_limit(limit_seconds):
+            try:
+                compiled(*inputs)
+            except _Warmed:
+                pass
+            else:
+                return answer(False, "the program ran no compiled graph")
+    except TimeLimit:
+        return answer(False, f"passed its limit of {limit_seconds:g} s")
+    except Exception as e:
+        return answer(False, f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[-1]}"[:500])
+    finally:
+        # The warming backend's compiled frames must never answer a later torch.compile.
+        if hasattr(torch, "_dynamo"):
+            torch._dynamo.reset()
+    return answer(True)

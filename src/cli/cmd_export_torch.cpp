@@ -211,6 +211,8 @@ private:
                     continue;
                 if (m_first_input.empty())
                     m_first_input = arg.name;
+                if (arg.zero_dim) // its one dimension is the constant 1, and the tensor has no size(0)
+                    continue;
                 for (size_t d = 0; d < arg.shape.size(); ++d) {
                     auto term = symbol_plus_constant(arg.shape[d]);
                     if (!term || (bare_only && term->second != 0) || !is_free_size(term->first) ||
@@ -252,10 +254,15 @@ private:
             out += fmt::format("    TORCH_CHECK({0}.scalar_type() == {2}, \"{1}: {0} must be {3} "
                                "(the task's {4}), got \", {0}.scalar_type());\n",
                                t, m_op, type.scalar_type, type.name, dtype_name(arg.dtype));
-            out += fmt::format("    TORCH_CHECK({0}.dim() == {2}, \"{1}: {0} must have {2} "
-                               "dimension{3} {4}, got shape \", {0}.sizes());\n",
-                               t, m_op, arg.shape.size(), arg.shape.size() == 1 ? "" : "s",
-                               shape_text(arg));
+            if (arg.zero_dim)
+                out += fmt::format("    TORCH_CHECK({0}.dim() == 0, \"{1}: {0} must be a 0-dim tensor (as "
+                                   "the program's), got shape \", {0}.sizes());\n",
+                                   t, m_op);
+            else
+                out += fmt::format("    TORCH_CHECK({0}.dim() == {2}, \"{1}: {0} must have {2} "
+                                   "dimension{3} {4}, got shape \", {0}.sizes());\n",
+                                   t, m_op, arg.shape.size(), arg.shape.size() == 1 ? "" : "s",
+                                   shape_text(arg));
             out += fmt::format("    TORCH_CHECK({0}.is_contiguous(), \"{1}: {0} must be contiguous "
                                "(row-major, as the kernel reads it); pass {0}.contiguous()\");\n",
                                t, m_op);
@@ -295,7 +302,7 @@ private:
     void write_dimension_checks(std::string& out) const
     {
         for (const auto& arg : m_task.args) {
-            if (!arg.is_tensor || arg.intent == Intent::out)
+            if (!arg.is_tensor || arg.intent == Intent::out || arg.zero_dim) // a 0-dim tensor has no size(0)
                 continue;
             for (size_t d = 0; d < arg.shape.size(); ++d) {
                 const Expr& dim = arg.shape[d];
@@ -396,6 +403,11 @@ private:
 
     void write_output(std::string& out, const ArgSpec& arg) const
     {
+        if (arg.zero_dim) { // the program returns a 0-dim tensor: one element, no sizes
+            out += fmt::format("    at::Tensor {} = at::empty({{}}, kf_options.dtype({}));\n", arg.name,
+                               torch_type(arg.dtype).scalar_type);
+            return;
+        }
         std::vector<std::string> dims;
         bool can_fail = false;
         for (size_t d = 0; d < arg.shape.size(); ++d) {

@@ -113,6 +113,9 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
                     resume ? "GPUs to use: all, N (the first N) or indices such as 0,2,5 (one device: 2,) (default: the run's)"
                            : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5 "
                              "(one device: 2,); under mpirun, per host");
+    cmd->add_option("--gpu-share", o.gpu_share,
+                    "share the run's one GPU (--gpus I,) with other runs through the locks in this folder (what "
+                    "`kforge suite run` passes): measure only holding its measuring lock, search only in its turn");
 }
 
 Json RunConfig::to_json() const
@@ -348,7 +351,8 @@ Session::Session(const Task& task, const RunConfig& config) : m_task(task)
 
 Session::~Session() = default;
 
-void Session::start_evaluator(const RunConfig& config, uint64_t run_secret, MpiWorld* mpi)
+void Session::start_evaluator(const RunConfig& config, uint64_t run_secret, MpiWorld* mpi,
+                              const std::string& gpu_share_dir)
 {
     EvaluatorConfig evaluator;
     evaluator.arch = config.evaluator.value("arch", std::string());
@@ -359,6 +363,8 @@ void Session::start_evaluator(const RunConfig& config, uint64_t run_secret, MpiW
     evaluator.gpus = parse_gpu_selection(config.evaluator.value("gpus", std::string("all")));
     evaluator.mpi = mpi;
     evaluator.reuse_measurements = config.evaluator.value("reuse", true); // absent in runs from before the flag
+    if (!gpu_share_dir.empty())
+        evaluator.gpu_share_dir = std::filesystem::absolute(gpu_share_dir);
     m_evaluator = make_gpu_evaluator(m_task, evaluator);
 }
 

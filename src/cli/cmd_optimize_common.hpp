@@ -44,6 +44,7 @@ struct SessionOptions {
     std::optional<double> timeout_s, connect_timeout_s, retry_backoff_s;
     std::optional<int> retries;
     std::string gpus;              // --gpus: all, N or indices ("" keeps the stored one)
+    std::string gpu_share;         // --gpu-share DIR: GPUs shared with other runs (not stored)
     std::string strategy;          // --strategy: direct | plan | mix ("" keeps the stored one)
     std::optional<double> plan_share;   // --plan-share (with mix)
     std::optional<double> plan_explore; // --plan-explore
@@ -117,8 +118,10 @@ public:
     Session(const Task& task, const RunConfig& config);
     ~Session();
     // Starts the GPU evaluator (throws Error(runtime) "no NVIDIA driver/GPU found" without one);
-    // with `mpi`, over the GPUs of every rank.
-    void start_evaluator(const RunConfig& config, uint64_t run_secret, MpiWorld* mpi = nullptr);
+    // with `mpi`, over the GPUs of every rank; with `gpu_share_dir`, on GPUs shared with other runs
+    // (EvaluatorConfig::gpu_share_dir).
+    void start_evaluator(const RunConfig& config, uint64_t run_secret, MpiWorld* mpi = nullptr,
+                         const std::string& gpu_share_dir = "");
     SearchServices services();
     CandidateEvaluator& evaluator() { return *m_evaluator; }
     std::string proposer_label() const { return m_proposer_label; }

@@ -44,11 +44,12 @@ std::string render_suite_status(const SuiteStatus& s)
         counts += fmt::format(" ({} importing)", s.importing);
     parts.push_back(counts);
     std::vector<std::string> lanes;
-    for (const auto& lane : s.lanes)
-        lanes.push_back(lane.problem.empty()
-                            ? fmt::format("{} {:.0f}% idle", lane.gpu, 100 * lane.busy)
-                            : fmt::format("{} {:.0f}% {} {}", lane.gpu, 100 * lane.busy, lane.problem,
-                                          format_elapsed(lane.running_s)));
+    for (const auto& lane : s.lanes) {
+        std::vector<std::string> runs;
+        for (const auto& run : lane.runs)
+            runs.push_back(fmt::format("{} {}", run.problem, format_elapsed(run.running_s)));
+        lanes.push_back(fmt::format("{} {:.0f}% {}", lane.gpu, 100 * lane.busy, runs.empty() ? "idle" : join(runs, " + ")));
+    }
     if (!lanes.empty())
         parts.push_back(join(lanes, ", "));
     parts.push_back(fmt::format("fast_1 {}/{} ({} correct)", s.fast1, s.done, s.correct));

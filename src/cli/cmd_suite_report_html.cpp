@@ -69,7 +69,8 @@ std::string suite_headline(const SuitePage& page)
     }
     out += suite_stat("", html_escape(format_dollars(s.cost_usd)), "model calls");
     out += suite_stat("", fmt::format("{:.2f}", s.gpu_hours),
-                      fmt::format("GPU hours held by the runs ({:.2f} measuring)", s.busy_gpu_hours));
+                      fmt::format("GPU hours held by the runs, each of runs sharing a GPU counted ({:.2f} measuring)",
+                                  s.busy_gpu_hours));
     return out + "</div>";
 }
 
@@ -141,7 +142,8 @@ std::string suite_problem_table(const SuitePage& page)
     return html_table(columns, rows, "data") +
            R"(<p class="caption">Each problem links to its own <code>kforge report</code> page (written beside its )"
            R"(archive). Best time: the best kernel's median (* the geometric mean over several bench shapes). % of )"
-           R"(roofline: the device's floor time over the best's. GPU time: how long its runs held a GPU, startup )"
+           R"(roofline: the device's floor time over the best's. GPU time: how long its runs held a GPU (shared )"
+           R"(with other runs under <code>--per-gpu</code>), startup )"
            R"(included.</p>)";
 }
 
@@ -159,6 +161,7 @@ std::string suite_gpu_use(const SuitePage& page)
                             std::to_string(gpu.value("problems", int64_t{0})),
                             suite_percent(gpu.value("busy", 0.0)), suite_percent(gpu.value("search", 0.0)),
                             suite_percent(gpu.value("held", 0.0)),
+                            format_elapsed(gpu.value("lock_wait_s", 0.0)),
                             format_elapsed(gpu.value("window_s", 0.0)),
                             run.value("interrupted", false) ? "interrupted" : ""});
     }
@@ -173,13 +176,15 @@ std::string suite_gpu_use(const SuitePage& page)
                        {"busy", SuiteAlign::right},
                        {"searching", SuiteAlign::right},
                        {"held", SuiteAlign::right},
+                       {"waited for the lock", SuiteAlign::right},
                        {"while problems remained", SuiteAlign::right},
                        {""}},
                       rows, "data") +
-           R"(<p class="caption">Per <code>suite run</code> process and GPU: busy is the time its runs had the GPU )"
-           R"(verifying, timing or profiling (as <code>optimize</code> counts it); searching the time their searches )"
-           R"(ran; held the time a problem's run held it, its startup (worker, compiles, baseline timing) and ending )"
-           R"(included; each over the time from the start until the GPU found no problem left.</p>)";
+           R"(<p class="caption">Per <code>suite run</code> process and GPU: busy is the union of its runs' holds )"
+           R"(of the GPU's measuring lock (verifying, timing, profiling, baselines; the time runs waited for the )"
+           R"(lock is not busy); searching the time their searches ran; held the time at least one run held it, )"
+           R"(startup (worker, compiles, baseline timing) and ending included; each over the time from the start )"
+           R"(until the GPU found no problem left to start.</p>)";
 }
 
 std::string suite_settings(const SuitePage& page)

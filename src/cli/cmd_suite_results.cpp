@@ -370,7 +370,8 @@ std::string render_suite_text(const std::vector<ProblemResult>& results, const S
         text += fmt::format("vs {} ({} problem{}): {}; geometric mean {} over {} correct\n", b.label, b.problems,
                             b.problems == 1 ? "" : "s", join(fast, "  "), format_speedup(b.geomean), b.geomean_over);
     }
-    text += fmt::format("candidates {}; model dollars {}; GPU hours {:.2f} held by the runs, {:.2f} measuring\n",
+    text += fmt::format("candidates {}; model dollars {}; GPU hours {:.2f} held by the runs (each of runs sharing a GPU "
+                        "counts), {:.2f} measuring\n",
                         s.candidates, format_dollars(s.cost_usd), s.gpu_hours, s.busy_gpu_hours);
     return text;
 }

@@ -38,6 +38,7 @@ struct SuiteRunOptions {
     std::vector<std::string> models;
     std::string optimize_args;
     std::string gpus = "all";
+    int per_gpu = 1; // docs/suite.md: sharing a GPU is not the default until measured on one
     std::string shard;
     bool retry_failed = false;
     std::optional<int> parallel;
@@ -52,7 +53,8 @@ struct SuiteRunOptions {
 // Flags the suite sets on each child itself; --optimize-args may not repeat them.
 const std::vector<std::string> k_suite_owned_flags = {"-o", "--output", "--archive", "--gpus", "--budget", "--time",
                                                       "--max-cost", "--max-calls", "-m", "--model", "--progress",
-                                                      "--json", "--parallel", "--knowledge", "--no-knowledge"};
+                                                      "--json", "--parallel", "--knowledge", "--no-knowledge",
+                                                      "--gpu-share"};
 
 // "I/N" -> (I, N).
 std::pair<int, int> parse_shard(const std::string& text)
@@ -185,12 +187,13 @@ std::string busy_lines(const Json& record)
 {
     std::string text;
     for (const auto& gpu : record.at("gpus"))
-        text += fmt::format("{}: busy {:.0f}% while problems remained ({} of {}); searching {:.0f}%, held by a run "
-                            "{:.0f}%; {} problem{}\n",
+        text += fmt::format("{}: busy {:.0f}% while problems remained ({} of {}; runs waited {} for the measuring "
+                            "lock); searching {:.0f}%, held by a run {:.0f}%; {} problem{}, up to {} at once\n",
                             gpu.at("label").get<std::string>(), 100 * gpu.at("busy").get<double>(),
                             format_elapsed(gpu.at("busy_s").get<double>()), format_elapsed(gpu.at("window_s").get<double>()),
-                            100 * gpu.at("search").get<double>(), 100 * gpu.at("held").get<double>(),
-                            gpu.at("problems").get<int64_t>(), gpu.at("problems").get<int64_t>() == 1 ? "" : "s");
+                            format_elapsed(gpu.at("lock_wait_s").get<double>()), 100 * gpu.at("search").get<double>(),
+                            100 * gpu.at("held").get<double>(), gpu.at("problems").get<int64_t>(),
+                            gpu.at("problems").get<int64_t>() == 1 ? "" : "s", record.at("per_gpu").get<int>());
     return text;
 }
 
@@ -208,6 +211,9 @@ int run_suite(const SuiteRunOptions& o)
     }
     if (o.parallel && *o.parallel < 1)
         fail(ErrorKind::usage, "--parallel: expected at least 1");
+    if (o.per_gpu < 1 || o.per_gpu > 16)
+        fail(ErrorKind::usage, "--per-gpu {}: expected 1 to 16 runs at once per GPU", o.per_gpu);
+    config.per_gpu = o.per_gpu;
     if (o.import_time_limit_s <= 0)
         fail(ErrorKind::usage, "--import-time-limit: expected a number of seconds above 0");
     fs::path root = fs::absolute(o.output).lexically_normal();
@@ -278,7 +284,9 @@ void add_suite_run_command(CLI::App& suite, CommandSlot& slot)
         "PATH: PyTorch programs (.py, imported into SUITE_DIR/problems/), task specs (.json, used in place) or folders "
         "of them (their top level, sorted). SUITE_DIR gets suite.json (the manifest), runs/<id>.kforge, logs/<id>.log.\n"
         "Each problem runs as its own `kforge optimize` (or `kforge resume`) child on one GPU; with more problems than "
-        "GPUs each GPU works on a problem of its own. Run it again on the same SUITE_DIR (PATHs optional) to resume: "
+        "GPUs each GPU works on problems of its own, up to --per-gpu at once: the next ones start up (processes, torch, "
+        "compiles, baselines) while one searches; no two ever measure at once (SUITE_DIR/gpus/ holds each GPU's "
+        "measuring lock) and they search one at a time. Run it again on the same SUITE_DIR (PATHs optional) to resume: "
         "finished problems are skipped, interrupted ones resumed.\n"
         "--model replay:DIR/ gives each problem DIR/<stem>.jsonl (the builtin proposer where there is none and the task "
         "has seeds, else the problem is skipped).\n"
@@ -295,8 +303,10 @@ void add_suite_run_command(CLI::App& suite, CommandSlot& slot)
                                                "start");
     cmd->add_option("-m,--model", o->models, "as for optimize, for every problem; replay:DIR/ gives each problem "
                                              "DIR/<stem>.jsonl (default: builtin)");
-    cmd->add_option("--gpus", o->gpus, "GPUs to use, one problem each: all (default), N (the first N) or indices "
-                                       "0,2,5")
+    cmd->add_option("--gpus", o->gpus, "GPUs to use: all (default), N (the first N) or indices 0,2,5")
+        ->capture_default_str();
+    cmd->add_option("--per-gpu", o->per_gpu, "runs at once on one GPU: one searches while the others start up; 1 "
+                                              "runs each GPU's problems one after another (docs/suite.md)")
         ->capture_default_str();
     cmd->add_option("--shard", o->shard, "run only the problems whose index is I modulo N (I/N, e.g. 0/4)");
     cmd->add_flag("--retry-failed", o->retry_failed, "run this shard's failed problems again");

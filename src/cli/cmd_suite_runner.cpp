@@ -19,6 +19,7 @@
 #include "cli/suite_problems.hpp"
 #include "cli/suite_results.hpp"
 #include "cli/table.hpp"
+#include "evaluator/worker/gpu_share.hpp"
 #include "search/progress.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
@@ -84,21 +85,28 @@ struct SuiteRunner::Active {
 };
 
 struct SuiteRunner::Lane {
+    Lane(VisibleGpu gpu_, const fs::path& share_dir)
+        : gpu(std::move(gpu_)), label(fmt::format("gpu{}", gpu.index)),
+          use(gpu_share_path(share_dir, gpu.facts.uuid, GpuShareFile::measuring_log))
+    {
+    }
     VisibleGpu gpu;
     std::string label;             // "gpu1"
-    Active* active = nullptr;
-    double busy_done = 0;          // busy time of its sessions that ended
-    double search_done = 0;        // their searches' time (held less each run's startup and ending)
-    double held_done = 0;          // time those sessions held it
+    std::vector<Active*> runs;     // its children now, at most per_gpu
+    double search_done = 0;        // the searches' time of its sessions that ended
     std::optional<double> window_end; // seconds after the start when it found no problem left
     int64_t problems = 0;
+    SuiteGpuUse use;
 };
 
 SuiteRunner::SuiteRunner(const SuiteFolder& folder, SuiteRunConfig config)
     : m_folder(folder), m_config(std::move(config)), m_progress(m_config.progress)
 {
+    if (m_config.per_gpu < 1)
+        fail(ErrorKind::usage, "--per-gpu: expected at least 1 run per GPU");
+    m_lanes.reserve(m_config.gpus.size()); // Active keeps a Lane*
     for (const auto& gpu : m_config.gpus)
-        m_lanes.push_back(Lane{gpu, fmt::format("gpu{}", gpu.index)});
+        m_lanes.emplace_back(gpu, share_dir());
     m_token = random_token();
 }
 
@@ -127,6 +135,7 @@ int SuiteRunner::run()
         std::this_thread::sleep_for(k_loop_period);
     }
     m_progress.finish();
+    refresh_usage(true);
     save_run_record();
     if (m_stopping)
         return k_exit_interrupted;
@@ -210,18 +219,17 @@ void SuiteRunner::start_imports()
 
 void SuiteRunner::start_runs()
 {
-    for (auto& lane : m_lanes) {
-        if (lane.active)
-            continue;
-        if (start_run_on(lane)) {
-            lane.window_end.reset();
-            continue;
-        }
-        bool remaining = std::any_of(m_manifest.problems.begin(), m_manifest.problems.end(),
-                                     [&](const SuiteProblem& p) { return may_start(p); });
-        if (!remaining && !lane.window_end)
+    // Level by level, so that with fewer problems ready than places every GPU gets its share.
+    auto places = static_cast<size_t>(m_config.per_gpu);
+    for (size_t level = 1; level <= places; ++level)
+        for (auto& lane : m_lanes)
+            if (lane.runs.size() < level && start_run_on(lane))
+                lane.window_end.reset();
+    bool remaining = std::any_of(m_manifest.problems.begin(), m_manifest.problems.end(),
+                                 [&](const SuiteProblem& p) { return may_start(p); });
+    for (auto& lane : m_lanes)
+        if (lane.runs.size() < places && !remaining && !lane.window_end)
             lane.window_end = since_start();
-    }
 }
 
 void SuiteRunner::refresh_usage(bool force)
@@ -233,6 +241,8 @@ void SuiteRunner::refresh_usage(bool force)
     for (auto& active : m_active)
         if (!active->import)
             active->now = read_archive_use(m_folder.resolve(m_manifest.find(active->id)->archive));
+    for (auto& lane : m_lanes)
+        lane.use.refresh();
 }
 
 void SuiteRunner::begin_stop()
@@ -290,14 +300,10 @@ SuiteStatus SuiteRunner::status() const
     for (const auto& lane : m_lanes) {
         SuiteLaneStatus l;
         l.gpu = lane.label;
-        double busy = lane.busy_done;
-        if (lane.active) {
-            l.problem = lane.active->id;
-            l.running_s = seconds_between(lane.active->started, Clock::now());
-            busy += std::max(0.0, lane.active->now.busy_s - lane.active->before.busy_s);
-        }
+        for (const Active* run : lane.runs)
+            l.runs.push_back({run->id, seconds_between(run->started, Clock::now())});
         double window = lane.window_end.value_or(elapsed);
-        l.busy = window > 0 ? busy / window : 0;
+        l.busy = window > 0 ? lane.use.busy_s(m_started_epoch, m_started_epoch + window) / window : 0;
         s.lanes.push_back(l);
     }
     return s;
@@ -384,13 +390,14 @@ bool SuiteRunner::start_run_on(Lane& lane)
         active->claim = std::move(claim);
         fs::path log = m_folder.resolve(problem.log);
         std::vector<std::string> args = launch_arguments(launch, lane.gpu.index, cap);
+        args.insert(args.end(), {"--gpu-share", share_dir().string()});
         append_to_log(log, fmt::format("\n== kforge suite, {}: {} {} ==\n", format_local_time(epoch_now()),
                                        m_config.kforge, join(args, " ")));
         active->log_offset = file_size_or_zero(log);
         active->before = read_archive_use(m_folder.resolve(problem.archive));
         active->now = active->before;
-        ChildSpec spec{m_config.kforge, args, {{"KFORGE_MPI", "off"}},
-                       m_folder.root() / "logs" / (problem.id + ".out"), log};
+        ChildSpec spec{m_config.kforge, args, child_environment(), m_folder.root() / "logs" / (problem.id + ".out"),
+                       log};
         try {
             active->child = ChildProcess::start(spec);
         } catch (const Error& e) {
@@ -406,7 +413,8 @@ bool SuiteRunner::start_run_on(Lane& lane)
             continue;
         }
         active->started = Clock::now();
-        lane.active = active.get();
+        lane.runs.push_back(active.get());
+        lane.use.run_started(problem.id, epoch_now());
         ++lane.problems;
         m_progress.event(fmt::format("{}: {} on {} with {}{}", problem.id, launch.command, lane.label,
                                      launch.model_label, cap ? fmt::format(", up to ${:.2f}", *cap) : ""));
@@ -464,16 +472,15 @@ void SuiteRunner::end_import(Active& active)
 void SuiteRunner::end_run(Active& active)
 {
     Lane& lane = *active.lane;
-    lane.active = nullptr;
+    std::erase(lane.runs, &active);
+    lane.use.run_ended(active.id, epoch_now());
     const SuiteProblem* before = m_manifest.find(active.id);
     fs::path log = m_folder.resolve(before->log);
     active.now = read_archive_use(m_folder.resolve(before->archive));
     double busy = std::max(0.0, active.now.busy_s - active.before.busy_s);
     double search = std::max(0.0, active.now.wall_s - active.before.wall_s);
     double held = seconds_between(active.started, Clock::now());
-    lane.busy_done += busy;
     lane.search_done += search;
-    lane.held_done += held;
     int code = active.child.exit_code();
     ProblemState state = ProblemState::failed;
     std::string reason;
@@ -574,22 +581,43 @@ double SuiteRunner::since_start() const
     return seconds_between(m_start, Clock::now());
 }
 
+fs::path SuiteRunner::share_dir() const
+{
+    return m_folder.root() / "gpus";
+}
+
+// A child's environment: no MPI of its own, and torch.compile's compile workers (TORCHINDUCTOR_
+// COMPILE_THREADS, unless set) limited to this host's share per run, since up to per_gpu runs per
+// GPU may compile at once and a host whose cores are all busy compiling delays the launches of a
+// PyTorch program's eager timing (events around the forward include launch gaps).
+std::vector<std::pair<std::string, std::string>> SuiteRunner::child_environment() const
+{
+    std::vector<std::pair<std::string, std::string>> env{{"KFORGE_MPI", "off"}};
+    if (!std::getenv("TORCHINDUCTOR_COMPILE_THREADS")) {
+        size_t runs = std::max<size_t>(1, m_lanes.size() * static_cast<size_t>(m_config.per_gpu));
+        size_t threads = std::max<size_t>(1, std::thread::hardware_concurrency() / runs);
+        env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS", std::to_string(threads));
+    }
+    return env;
+}
+
 Json SuiteRunner::run_record() const
 {
     Json gpus = Json::array();
     double elapsed = m_start == Clock::time_point{} ? 0 : since_start();
     for (const auto& lane : m_lanes) {
-        double busy = lane.busy_done, search = lane.search_done, held = lane.held_done;
-        if (lane.active) {
-            busy += std::max(0.0, lane.active->now.busy_s - lane.active->before.busy_s);
-            search += std::max(0.0, lane.active->now.wall_s - lane.active->before.wall_s);
-            held += seconds_between(lane.active->started, Clock::now());
-        }
+        double search = lane.search_done;
+        for (const Active* run : lane.runs)
+            search += std::max(0.0, run->now.wall_s - run->before.wall_s);
         double window = lane.window_end.value_or(elapsed);
+        double from = m_started_epoch, to = m_started_epoch + window;
+        double busy = lane.use.busy_s(from, to), held = lane.use.held_s(from, to);
         auto share = [window](double part) { return window > 0 ? std::min(1.0, part / window) : 0.0; };
         gpus.push_back(Json{{"index", lane.gpu.index},
                             {"label", lane.label},
                             {"name", lane.gpu.facts.name},
+                            {"uuid", lane.gpu.facts.uuid},
+                            {"lock_wait_s", lane.use.lock_wait_s(from, to)},
                             {"busy_s", busy},
                             {"search_s", search},
                             {"held_s", held},
@@ -603,6 +631,7 @@ Json SuiteRunner::run_record() const
                 {"host", m_config.host},
                 {"pid", static_cast<int64_t>(::getpid())},
                 {"shard", fmt::format("{}/{}", m_config.shard, m_config.shards)},
+                {"per_gpu", m_config.per_gpu},
                 {"started_at", m_started_epoch},
                 {"ended_at", m_start == Clock::time_point{} ? Json() : Json(epoch_now())},
                 {"elapsed_s", elapsed},

@@ -166,6 +166,8 @@ OJson spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
             ++index;
         }
         entry["shape"] = dims;
+        if (arg.get_bool("zero_dim", false))
+            entry["zero_dim"] = true;
         if (role == "param")
             entry["doc"] = "the model's state_dict entry " + arg.at("key").as_string();
         if (role == "output") {

@@ -1,5 +1,5 @@
 // Progress of `kforge suite run` on stderr. On a terminal: one live line at the bottom (problems
-// done, running and waiting, each GPU's busy share and what it runs, the running fast_1, dollars,
+// done, running and waiting, each GPU's busy share and the runs on it, the running fast_1, dollars,
 // elapsed time), redrawn at most four times a second below the log lines. Elsewhere: a `[k/N]`
 // line when a problem is done and a status line after a minute without one, so a log says what
 // the suite waits on. Starting a problem, an import and a stop are lines of their own in both.
@@ -15,10 +15,14 @@
 
 namespace kforge {
 
+struct SuiteLaneRun {
+    std::string problem;
+    double running_s = 0;     // how long it has run
+};
+
 struct SuiteLaneStatus {
     std::string gpu;          // "gpu1"
-    std::string problem;      // what it runs now ("" when idle)
-    double running_s = 0;     // how long it has run that
+    std::vector<SuiteLaneRun> runs; // what it runs now, oldest first (none when idle)
     double busy = 0;          // measured busy share since the suite started (while problems remained)
 };
 

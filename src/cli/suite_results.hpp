@@ -89,7 +89,7 @@ struct SuiteSummary {
     int64_t candidates = 0;
     std::vector<BaselineSummary> baselines; // torch eager, torch.compile, own reference (in that order)
     double cost_usd = 0;
-    double gpu_hours = 0;                  // GPUs held by the problems' runs
+    double gpu_hours = 0;                  // GPUs held by the problems' runs (runs sharing a GPU: each)
     double busy_gpu_hours = 0;             // of which measuring (the archives' busy time)
 
     double correctness_rate() const { return problems ? static_cast<double>(correct) / static_cast<double>(problems) : 0; }

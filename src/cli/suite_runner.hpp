@@ -1,10 +1,19 @@
 // The supervisor of `kforge suite run`: works through one shard of a suite's problems with one
-// child process per problem at a time and one GPU per child.
+// child process per problem at a time, each on one GPU, up to --per-gpu children per GPU.
 //
 // Why children: each problem is an ordinary run archive made by the real `kforge optimize` (or
 // continued by `kforge resume`), so a crash of one problem's run never takes the suite down and
 // each archive keeps every guarantee `resume` gives. With more problems than GPUs, each GPU works
-// on a problem of its own; no GPU waits for another problem's model calls.
+// on problems of its own; no GPU waits for another problem's model calls.
+//
+// Sharing a GPU (--per-gpu N, default 2): a run's start-up (its processes, CUDA contexts, the
+// PyTorch reference process and torch.compile, its baselines) leaves the GPU mostly idle, so up to
+// N runs work on one GPU at once: the next problems start up while one searches. Every child gets
+// --gpu-share SUITE_DIR/gpus, under which its GPU work is done holding the GPU's measuring lock (no
+// two runs ever measure at once, so every reported time is what the run alone would measure) and
+// its search waits for the GPU's search turn (runs start up side by side but search one at a time,
+// so a problem's --time buys the search it would get alone); evaluator/worker/gpu_share.hpp.
+// Lanes are filled level by level (every GPU its first run, then its second, ...).
 //
 // The loop (run()) is: take stock of the manifest (problems whose process died become waiting
 // again); then, until nothing is left: reap children that ended and record how; import PyTorch
@@ -20,10 +29,11 @@
 // running child's cap is in the manifest, so the caps and the spending never add up past the
 // total, across shards too; money a problem leaves unspent goes back to those that come after.
 //
-// GPU use: each GPU's busy share is the busy time its runs recorded (requests in flight to its GPU
-// worker, as `optimize` counts it) over the time from the suite's start until that GPU found no
-// problem left to take ("while problems remained"). The time a problem held the GPU, startup
-// included, is kept beside it.
+// GPU use (suite_gpu_use.hpp): each GPU's busy share is the union of the holds of its measuring
+// lock that its runs' workers logged (verifying, timing, profiling, baselines) over the time from
+// the suite's start until that GPU found no problem left to take ("while problems remained"). The
+// time workers waited for the lock is kept apart, as are the time the runs searched and the time
+// at least one run held the GPU, startup included.
 #pragma once
 
 #include <chrono>
@@ -34,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/suite_gpu_use.hpp"
 #include "cli/suite_manifest.hpp"
 #include "cli/suite_plan.hpp"
 #include "cli/suite_progress.hpp"
@@ -51,7 +62,8 @@ std::optional<double> suite_cost_cap(const SuiteManifest& manifest, const std::s
 
 struct SuiteRunConfig {
     std::string kforge;              // the kforge binary the children run
-    std::vector<VisibleGpu> gpus;    // the GPUs this process uses, one child each
+    std::vector<VisibleGpu> gpus;    // the GPUs this process uses
+    int per_gpu = 2;                 // children at once on one GPU (1: each GPU one problem at a time)
     std::string host;
     int shard = 0;                   // this process runs the problems whose index % shards == shard
     int shards = 1;
@@ -72,12 +84,14 @@ public:
     // Runs the shard to its end or to Ctrl-C; returns 0 (every problem of the shard finished or
     // skipped), 1 (some failed) or 130 (interrupted).
     int run();
-    // This process's record: {"host", "pid", "shard", "started_at", "ended_at", "interrupted",
-    // "problems_done", "gpus": [{"index", "label", "name", "busy_s", "search_s", "held_s",
-    // "window_s", "busy", "search", "held", "problems"}]}, also kept in the manifest's "runs". Per
-    // GPU: busy is the runs' measuring time, search the time their searches ran (a run's startup,
-    // its baselines included, and its ending are not search), held the time a run held the GPU;
-    // each share is over window_s, the time until the GPU found no problem left.
+    // This process's record: {"host", "pid", "shard", "per_gpu", "started_at", "ended_at",
+    // "interrupted", "problems_done", "gpus": [{"index", "label", "name", "uuid", "busy_s",
+    // "lock_wait_s", "search_s", "held_s", "window_s", "busy", "search", "held", "problems"}]}, also
+    // kept in the manifest's "runs". Per GPU: busy is the union of its runs' measuring (the
+    // measuring lock's holds), lock_wait_s what their workers waited for the lock, search the time
+    // their searches ran (a run's startup, its baselines included, and its ending are not search),
+    // held the time at least one run held the GPU; each over window_s, the time until the GPU found
+    // no problem left.
     Json run_record() const;
 
 private:
@@ -112,6 +126,8 @@ private:
     void report_done(const std::string& id, const std::string& how);
     void save_run_record();
     double since_start() const;
+    std::filesystem::path share_dir() const; // SUITE_DIR/gpus: the GPUs' shared locks and logs
+    std::vector<std::pair<std::string, std::string>> child_environment() const;
 
     const SuiteFolder& m_folder;
     SuiteRunConfig m_config;

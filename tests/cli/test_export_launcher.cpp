@@ -246,3 +246,30 @@ TEST_CASE("export refuses host code without a .cu file, and both kinds at once",
 }
 
 } // namespace kforge::test
+
+namespace kforge::test {
+
+TEST_CASE("a program's 0-dim tensors stay 0-dim through the PyTorch operator", "[export][torch]")
+{
+    // x is a matrix, s and the result are 0-dim tensors (a loss scaled by a learned scalar, say):
+    // the spec holds both as shape [1] with zero_dim set.
+    Json spec = Json::parse(slurp_file(fixtures_dir() / "torch" / "scale_rows" / "spec.json"));
+    spec["args"][1] = {{"name", "s"}, {"dtype", "f32"}, {"shape", {1}}, {"from", "input 1"}, {"zero_dim", true}};
+    spec["args"][2]["shape"] = Json::array({1});
+    spec["args"][2]["zero_dim"] = true;
+    spec["name"] = "sum_scaled";
+    spec["roofline"]["bytes"] = "32 * rows + 8";
+    Task task = parse_task(spec.dump(), "sum_scaled.json", fixtures_dir() / "torch" / "scale_rows");
+    Plan plan = parse_plan(Json::parse(R"({"launches": [{"kernel": "sum_scaled", "grid": [1], "block": [256],
+        "args": ["x", "s", "out", {"value": "rows * 8", "dtype": "i64"}]}]})"), "plan");
+    LauncherSource source{task, plan, describe_launcher(task, plan)};
+    std::string op = generate_torch_op(source);
+    CHECK_THAT(op, Catch::Contains("TORCH_CHECK(s.dim() == 0, \"kforge::sum_scaled: s must be a 0-dim tensor"));
+    CHECK_THAT(op, Catch::Contains("at::Tensor out = at::empty({}, kf_options.dtype(at::kFloat));"));
+    CHECK_THAT(op, !Catch::Contains("s.size(0)"));
+    // x still gives the size symbol and keeps its own checks.
+    CHECK_THAT(op, Catch::Contains("const int64_t sym_rows = x.size(0);"));
+    CHECK_THAT(op, Catch::Contains("TORCH_CHECK(x.dim() == 2"));
+}
+
+} // namespace kforge::test

@@ -6,7 +6,8 @@
 
 using namespace kforge;
 
-TEST_CASE("the suite's live line says what is done, running and waiting, each GPU's share, fast_1 and dollars",
+TEST_CASE("the suite's live line says what is done, running and waiting, each GPU's share and runs, fast_1 and "
+          "dollars",
           "[cli][suite]")
 {
     SuiteStatus s;
@@ -20,10 +21,10 @@ TEST_CASE("the suite's live line says what is done, running and waiting, each GP
     s.correct = 4;
     s.cost_usd = 1.234;
     s.elapsed_s = 125;
-    s.lanes = {{"gpu0", "quick_gelu", 42, 0.914}, {"gpu1", "", 0, 0.5}};
+    s.lanes = {{"gpu0", {{"quick_gelu", 42}, {"sum_squares", 3}}, 0.914}, {"gpu1", {}, 0.5}};
     std::string line = render_suite_status(s);
-    CHECK(line == "suite: 5/12 done (1 failed), 2 running, 5 waiting (1 importing) | gpu0 91% quick_gelu 42s, "
-                  "gpu1 50% idle | fast_1 3/5 (4 correct) | $1.23 | 2m05s");
+    CHECK(line == "suite: 5/12 done (1 failed), 2 running, 5 waiting (1 importing) | gpu0 91% quick_gelu 42s + "
+                  "sum_squares 3s, gpu1 50% idle | fast_1 3/5 (4 correct) | $1.23 | 2m05s");
 
     s.stopping = true;
     s.failed = 0;

@@ -2,7 +2,7 @@
 // more problems than GPUs, a kill -9 of the suite in the middle (its runs must die with it and
 // leave resumable archives), a re-run that resumes, and a report whose counts equal what `kforge
 // inspect --json` says of each archive. Also: two shards on one folder, replies per problem, and
-// the refusals that come before anything is run. The PyTorch variant ([torch]) imports fixture
+// the refusals that come before anything is run, and runs sharing a GPU (--per-gpu). The PyTorch variant ([torch]) imports fixture
 // problems and replays their recorded replies.
 #include "kf_catch.hpp"
 
@@ -12,7 +12,9 @@
 #include <set>
 #include <thread>
 
-#include "cli/suite_manifest.hpp"
+#include "cli/suite_checks.hpp"
+#include "cli/suite_gpu_use.hpp"
+#include "evaluator/worker/gpu_share.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 #include "util/file_lock.hpp"
@@ -30,71 +32,39 @@ std::string bundled_task(const std::string& name)
     return (source_dir() / "tasks" / (name + ".json")).string();
 }
 
-std::optional<SuiteManifest> suite_manifest_now(const fs::path& root)
-{
-    try {
-        return SuiteFolder(root, false).read();
-    } catch (const Error&) {
-        return std::nullopt; // not written yet
-    }
-}
-
-int64_t suite_count(const SuiteManifest& m, ProblemState state)
-{
-    return std::count_if(m.problems.begin(), m.problems.end(), [&](const SuiteProblem& p) { return p.state == state; });
-}
-
-// Waits until the suite has finished at least one problem and runs at least one; false on timeout.
-bool wait_for_mid_run(const fs::path& root, std::chrono::seconds limit)
+// Waits until the suite has finished at least one problem and runs at least one; with a candidate
+// budget, until a running problem is inside it (some candidates recorded, fewer than the budget),
+// so that a kill then interrupts a run that a resume must continue. False on timeout.
+bool wait_for_mid_run(const fs::path& root, std::chrono::seconds limit, int64_t budget)
 {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < deadline) {
-        if (auto m = suite_manifest_now(root))
-            if (suite_count(*m, ProblemState::finished) >= 1 && suite_count(*m, ProblemState::running) >= 1)
-                return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (auto m = suite_manifest_now(root); m && suite_count(*m, ProblemState::finished) >= 1)
+            for (const auto& p : m->problems) {
+                if (p.state != ProblemState::running)
+                    continue;
+                if (budget == 0)
+                    return true;
+                auto recorded = candidates_so_far(root, p.id);
+                if (recorded && *recorded >= 1 && *recorded < budget)
+                    return true;
+            }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
-}
-
-// The report's row of every problem equals `kforge inspect --json` of its archive.
-void check_report_matches_archives(const fs::path& root)
-{
-    CommandResult report = run_kforge({"suite", "report", root.string(), "--json"});
-    INFO(report.err);
-    REQUIRE(report.exit_code == 0);
-    Json json = Json::parse(report.out);
-    int64_t total = 0;
-    for (const auto& row : json["problems"]) {
-        std::string id = row["id"].get<std::string>();
-        INFO(id);
-        CHECK(row["state"] == "finished");
-        CommandResult inspect = run_kforge({"inspect", (root / "runs" / (id + ".kforge")).string(), "--json"});
-        REQUIRE(inspect.exit_code == 0);
-        Json archive = Json::parse(inspect.out);
-        CHECK(row["candidates"] == archive["budget"]["candidates"]);
-        CHECK(row["verdicts"] == archive["verdicts"]);
-        CHECK(row["best"] == archive["best"]["id"]);
-        if (!archive["best"].is_null()) {
-            double fitness = archive["best"]["fitness"].get<double>();
-            double reported = row["reference"] == "torch" ? row["speedup"]["torch_eager"].get<double>()
-                                                          : row["speedup"]["reference"].get<double>();
-            CHECK(reported == Approx(fitness));
-        }
-        total += archive["budget"]["candidates"].get<int64_t>();
-    }
-    CHECK(json["summary"]["candidates"] == total);
 }
 
 // Starts `args` as a suite run, kills it with SIGKILL in the middle, checks that its runs died with
 // it, resumes it with a plain `suite run -o ROOT`, and checks the result against the archives.
 // Returns whether an interrupted archive was continued by `kforge resume` (not so when every run
 // the kill interrupted had already used its budget: then the re-run records it as finished).
-bool kill_and_resume(const fs::path& root, const std::vector<std::string>& args, const std::vector<std::string>& env)
+// `budget`: the suite's candidate budget per problem, 0 for a time budget.
+bool kill_and_resume(const fs::path& root, const std::vector<std::string>& args, const std::vector<std::string>& env,
+                     int64_t budget)
 {
     {
         RunningProgram suite(kforge_binary(), args, env);
-        bool mid_run = wait_for_mid_run(root, std::chrono::seconds(240));
+        bool mid_run = wait_for_mid_run(root, std::chrono::seconds(240), budget);
         INFO(suite.stderr_so_far());
         REQUIRE(mid_run);
         ::kill(suite.pid(), SIGKILL);
@@ -155,7 +125,7 @@ TEST_CASE("a suite of bundled tasks on three simulated GPUs survives kill -9 and
                                   bundled_task("reduce_sum_f32"), bundled_task("softmax_f32"),
                                   bundled_task("histogram_u8"), "-o", root.string(), "--budget", "4",
                                   "--no-knowledge", "--progress", "lines"};
-    CHECK(kill_and_resume(root, args, {"KFORGE_SIMULATE_GPUS=3"})); // an interrupted archive was continued
+    CHECK(kill_and_resume(root, args, {"KFORGE_SIMULATE_GPUS=3"}, 4)); // an interrupted archive was continued
     SuiteManifest m = *suite_manifest_now(root);
     for (const auto& p : m.problems) {
         CHECK(p.kind == ProblemKind::spec);
@@ -174,7 +144,7 @@ TEST_CASE("an imported PyTorch suite with recorded replies survives kill -9 and 
                                   bundled_task("axpy_f32"), bundled_task("transpose_f32"), "-o", root.string(),
                                   "--model", "replay:" + (torch / "replies").string() + "/", "--time", "20s",
                                   "--no-knowledge", "--progress", "lines"};
-    kill_and_resume(root, args, {"KFORGE_SIMULATE_GPUS=3"});
+    kill_and_resume(root, args, {"KFORGE_SIMULATE_GPUS=3"}, 0);
     SuiteManifest m = *suite_manifest_now(root);
     const SuiteProblem* gelu = m.find("quick_gelu");
     REQUIRE(gelu);
@@ -186,6 +156,73 @@ TEST_CASE("an imported PyTorch suite with recorded replies survives kill -9 and 
     CommandResult report = run_kforge({"suite", "report", root.string()});
     CHECK_THAT(report.out, Catch::Contains("vs torch eager (2 problems)"));
     CHECK_THAT(report.out, Catch::Contains("vs own reference (2 problems)"));
+}
+
+TEST_CASE("runs sharing a simulated GPU never measure at once, search one at a time, and its busy share is the union "
+          "of their measuring",
+          "[cli][suite][e2e][slow]")
+{
+    TempDir dir;
+    fs::path root = dir / "suite";
+    // A start-up of 400 ms off the GPU (a real worker's context, a torch import) in each run's setup.
+    CommandResult run = run_kforge({"suite", "run", bundled_task("axpy_f32"), bundled_task("transpose_f32"),
+                                    bundled_task("reduce_sum_f32"), "-o", root.string(), "--budget", "3",
+                                    "--per-gpu", "2", "--no-knowledge", "--progress", "lines", "--json"},
+                                   {"KFORGE_SIMULATE_GPUS=1", "KFORGE_SIMULATE_GPU_SETUP_MS=400"});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    Json record = Json::parse(run.out).at("run");
+    CHECK(record["per_gpu"] == 2);
+    const Json& gpu = record.at("gpus").at(0);
+    SuiteManifest m = *suite_manifest_now(root);
+    CHECK(suite_count(m, ProblemState::finished) == 3);
+
+    // Two runs were on the GPU at once: some two sessions overlap in time.
+    std::vector<std::pair<double, double>> sessions;
+    for (const auto& p : m.problems)
+        for (const auto& session : p.sessions)
+            sessions.emplace_back(session.started_at, session.ended_at.value_or(session.started_at));
+    bool overlapped = false;
+    for (size_t i = 0; i < sessions.size(); ++i)
+        for (size_t j = i + 1; j < sessions.size(); ++j)
+            overlapped = overlapped || (sessions[i].first < sessions[j].second && sessions[j].first < sessions[i].second);
+    CHECK(overlapped);
+
+    // Their workers' holds of the measuring lock, as logged: from several processes, never at once.
+    std::vector<MeasuringHold> holds;
+    for (const auto& line : split(slurp_file(root / "gpus" / (gpu.at("uuid").get<std::string>() + ".measuring")), '\n'))
+        if (auto hold = parse_measuring_hold(line))
+            holds.push_back(*hold);
+    std::set<int64_t> pids;
+    std::set<std::string> what;
+    for (const auto& hold : holds) {
+        pids.insert(hold.pid);
+        what.insert(hold.what);
+    }
+    CHECK(pids.size() >= 3); // one worker per run at least
+    CHECK(what == std::set<std::string>{"setup", "baselines", "variant"});
+    std::sort(holds.begin(), holds.end(), [](const auto& a, const auto& b) { return a.begin_s < b.begin_s; });
+    for (size_t i = 1; i < holds.size(); ++i) {
+        INFO("hold " << i << " of pid " << holds[i].pid << " began before hold " << i - 1 << " of pid "
+                     << holds[i - 1].pid << " ended");
+        CHECK(holds[i].begin_s >= holds[i - 1].end_s);
+    }
+
+    // The busy share is the union of the holds inside the window, the waits are apart.
+    double from = record.at("started_at").get<double>(), to = from + gpu.at("window_s").get<double>();
+    std::vector<std::pair<double, double>> intervals;
+    for (const auto& hold : holds)
+        intervals.emplace_back(hold.begin_s, hold.end_s);
+    CHECK(gpu.at("busy_s").get<double>() == Approx(covered_seconds(intervals, from, to)).margin(1e-6));
+    CHECK(gpu.at("busy").get<double>() <= 1.0);
+    CHECK(gpu.at("lock_wait_s").get<double>() >= 0);
+
+    // The second run to finish starting up waited for the first one's search to end.
+    std::string logs;
+    for (const auto& p : m.problems)
+        logs += slurp_file(root / "logs" / (p.id + ".log"));
+    CHECK_THAT(logs, Catch::Contains("waiting for its search turn"));
+    CHECK_THAT(logs, Catch::Contains("--gpu-share " + (root / "gpus").string()));
 }
 
 TEST_CASE("two shards share one suite folder: each problem runs once and one report covers them all",
@@ -244,7 +281,7 @@ TEST_CASE("replay:DIR/ gives each problem its own replies; without them a task w
     fs::path root = dir / "suite";
     CommandResult run = run_kforge({"suite", "run", bundled_task("softmax_f32"), bundled_task("transpose_f32"),
                                     seedless.string(), "-o", root.string(), "--model",
-                                    "replay:" + (dir / "replies").string(), "--no-knowledge", "--time", "15s",
+                                    "replay:" + (dir / "replies").string(), "--no-knowledge", "--time", "6s",
                                     "--optimize-args", "--islands 2 --no-repair", "--progress", "lines"},
                                    {"KFORGE_SIMULATE_GPUS=2"});
     INFO(run.err);

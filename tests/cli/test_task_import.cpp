@@ -119,6 +119,18 @@ TEST_CASE("task import turns fixture problems into specs the task loader takes",
         CHECK(derived);
         CHECK(task.bench[0].sizes.at("out_d2") == task.bench[0].sizes.at("height") - 2);
     }
+    SECTION("a 0-dim output (a loss) is held as one element and marked zero_dim")
+    {
+        CommandResult result = import_into(dir, "cross_entropy.py");
+        INFO(result.err);
+        REQUIRE(result.exit_code == 0);
+        Task task = load_task(dir / "cross_entropy.json");
+        const ArgSpec& out = arg_named(task, "out");
+        CHECK(dims(out) == std::vector<std::string>{"1"});
+        CHECK(out.zero_dim);
+        CHECK_FALSE(arg_named(task, "logits").zero_dim);
+        CHECK_FALSE(arg_named(task, "targets").zero_dim);
+    }
     SECTION("a tuple output with an integer part")
     {
         CommandResult result = import_into(dir, "logsumexp_argmax.py");

@@ -170,7 +170,7 @@ TEST_CASE("JSON numbers out of range are bad input naming the file and the field
 
 TEST_CASE("expressions nested past the limit in a spec are errors naming the field", "[core][task][hostile]")
 {
-    CHECK_THAT(hostile_error_after([](Json& s) { s["roofline"]["flops"] = std::string(2000, '(') + "M" + std::string(2000, ')'); }),
+    CHECK_THAT(hostile_error_after([](Json& s) { s["roofline"]["flops"] = std::string(2000, '(').append("M").append(2000, ')'); }),
                Catch::Contains("roofline.flops: nested more than 200 levels deep"));
     CHECK_THAT(hostile_error_after([](Json& s) { s["constraints"] = Json::array();
                    s["constraints"].push_back(std::string(200000, '!').append("M")); }),

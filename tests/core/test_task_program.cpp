@@ -92,3 +92,27 @@ TEST_CASE("'from' belongs to PyTorch-program tasks only", "[core][task]")
         CHECK_THAT(std::string(e.what()), Catch::Contains("args[0].from") && Catch::Contains("a CUDA kernel"));
     }
 }
+
+TEST_CASE("a program's 0-dim tensor is held as shape [1] and marked zero_dim; elsewhere the mark is refused",
+          "[core][task]")
+{
+    Json spec = program_spec();
+    spec["args"][2]["shape"] = Json::array({1});
+    spec["args"][2]["zero_dim"] = true;
+    Task task = parse_task(spec.dump(), "scale_rows.json", k_program_folder);
+    CHECK(task.find_arg("out")->zero_dim);
+    CHECK_FALSE(task.find_arg("x")->zero_dim);
+
+    CHECK_THAT(program_error_after([](Json& s) { s["args"][2]["zero_dim"] = true; }),
+               Catch::Contains("args[2].zero_dim") && Catch::Contains("its shape must be [1]"));
+    CHECK_THAT(program_error_after([](Json& s) { s["args"][2]["zero_dim"] = "yes"; }),
+               Catch::Contains("args[2].zero_dim"));
+    Json cuda = Json::parse(read_file(test::source_dir() / "tasks" / "softmax_f32.json"));
+    cuda["args"][0]["zero_dim"] = true;
+    try {
+        parse_task(cuda.dump(), "softmax.json", test::source_dir() / "tasks");
+        FAIL("a CUDA task took 'zero_dim'");
+    } catch (const Error& e) {
+        CHECK_THAT(std::string(e.what()), Catch::Contains("args[0].zero_dim") && Catch::Contains("a CUDA kernel"));
+    }
+}

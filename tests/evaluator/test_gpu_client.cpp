@@ -40,6 +40,21 @@ TEST_CASE("the GPU worker is respawned after a crash, a hang and a restart reque
     CHECK(client.restarts() == 3);
 }
 
+TEST_CASE("a worker's wait for a shared GPU's measuring lock does not run its deadline, its own work does",
+          "[evaluator][worker]")
+{
+    GpuWorkerClient client(self_executable(), "");
+    WorkerReply waited = client.request(Json{{"op", "shared"}, {"wait_ms", 900}, {"work_ms", 50}},
+                                        std::chrono::milliseconds(400));
+    INFO(waited.failure_message);
+    REQUIRE(waited.failure == WorkerFailure::none);
+    CHECK(waited.body.at("served") == 1); // the interim frames are not taken for the reply
+    WorkerReply slow = client.request(Json{{"op", "shared"}, {"wait_ms", 10}, {"work_ms", 1500}},
+                                      std::chrono::milliseconds(400));
+    CHECK(slow.failure == WorkerFailure::timed_out);
+    CHECK_THAT(slow.failure_message, Catch::Contains("did not answer within"));
+}
+
 TEST_CASE("a setup request is replayed to every new worker", "[evaluator][worker]")
 {
     GpuWorkerClient client(self_executable(), "");

@@ -2,6 +2,7 @@
 // GPU evaluator's scheduler, its per-GPU workers and their respawns run here without a GPU.
 #include "kf_catch.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <thread>
 
@@ -155,4 +156,38 @@ TEST_CASE("a run over three GPUs uses all three, survives a killed GPU worker an
           three.candidate_count());
     auto text = run_kforge({"inspect", archive.string()});
     CHECK_THAT(text.out, Catch::Contains("GPUs (3)"));
+}
+
+TEST_CASE("under CUDA_VISIBLE_DEVICES as indices (SLURM's --gres=gpu:N) a run uses exactly those GPUs, each worker "
+          "pinned to its own by UUID",
+          "[e2e][multigpu]")
+{
+    std::vector<DeviceFacts> machine = simulated_devices("3");
+    TempDir dir;
+    auto archive = dir / "given.kforge";
+    std::vector<std::string> env = simulated_env("3");
+    env.push_back("CUDA_VISIBLE_DEVICES=2,0");
+    auto run = run_kforge(replayed_softmax_args(archive, 4), env);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    std::vector<GpuTotals> gpus = Archive::open(archive, OpenMode::read_only).gpu_totals();
+    REQUIRE(gpus.size() == 2);
+    std::vector<std::pair<int, std::string>> used;
+    for (const auto& gpu : gpus)
+        used.emplace_back(gpu.usage.gpu.device_index, gpu.usage.gpu.uuid);
+    std::sort(used.begin(), used.end());
+    // Numbered as the run sees them (0 and 1), each the machine's GPU the value named there.
+    CHECK(used == std::vector<std::pair<int, std::string>>{{0, machine[2].uuid}, {1, machine[0].uuid}});
+
+    // The GPUs given are all there is: --gpus counts them, and none given is no GPU.
+    auto args = replayed_softmax_args(dir / "refused.kforge");
+    args.insert(args.end(), {"--gpus", "2"});
+    env.back() = "CUDA_VISIBLE_DEVICES=1";
+    auto too_many = run_kforge(args, env);
+    CHECK(too_many.exit_code == 2);
+    CHECK_THAT(too_many.err, Catch::Contains("has 1 GPU"));
+    env.back() = "CUDA_VISIBLE_DEVICES=";
+    auto none = run_kforge(replayed_softmax_args(dir / "none.kforge"), env);
+    CHECK(none.exit_code == 4);
+    CHECK_THAT(none.err, Catch::Contains("no NVIDIA driver/GPU found") && Catch::Contains("CUDA_VISIBLE_DEVICES"));
 }

@@ -79,6 +79,16 @@ class Protocol(unittest.TestCase):
         self.assertEqual(reply["precision"], "own")
         self.assertIn("does not run in fp64", reply["note"])
 
+    def test_warm_compile_is_advice_that_never_fails_and_refuses_a_bad_limit(self):
+        self.setup()
+        ask = {"op": "warm_compile", "sizes": {"n": 6}, "input_seed": 3, "param_seed": 4}
+        reply = self.client.ask(ask)
+        self.assertTrue(reply["ok"], reply)
+        self.assertFalse(reply["warmed"])  # on the CPU there is no GPU compile to warm
+        self.assertIn("only a GPU", reply["note"])
+        self.assertIn("limit_seconds", self.client.ask(dict(ask, limit_seconds=0))["error"])
+        self.assertIn("sizes must give exactly", self.client.ask(dict(ask, sizes={}))["error"])
+
     def test_a_broken_frame_ends_the_process_with_status_2(self):
         os.write(self.client.requests, struct.pack("<I", 3) + b"{{{")
         self.assertEqual(self.client.close(), 2)

@@ -107,6 +107,16 @@ TEST_CASE("the reference process refuses a buffer of the wrong size and keeps se
     CHECK_NOTHROW(reference.prepare(task.tests.at(0), 1, ProgramOutputs::none, right.locations));
 }
 
+TEST_CASE("warming torch.compile ahead is advice: it says why it did not warm and never throws", "[torch][evaluator]")
+{
+    Task task = load_task(test::fixtures_dir() / "torch" / "scale_rows" / "spec.json");
+    TorchReference reference(task, "cpu");
+    CHECK_THAT(reference.warm_compile(task.bench.at(0), 3), Catch::Contains("only a GPU"));
+    FileBuffers right; // the process goes on serving
+    right.add("x", 5 * 8 * 4);
+    CHECK_NOTHROW(reference.prepare(task.tests.at(0), 1, ProgramOutputs::none, right.locations));
+}
+
 TEST_CASE("a program that cannot be loaded fails the reference process's setup with the reason", "[torch][evaluator]")
 {
     test::TempDir dir;
