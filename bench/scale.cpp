@@ -11,7 +11,10 @@
 // Fixed work. The same candidates on every row: recorded replies (--model replay:FILE, by default
 // tests/fixtures/replay/softmax_f32_scale.jsonl from scripts/make-replay-scale.py): distinct,
 // correct kernels with 6 to 8 param points each, no faults and no hangs, and nothing else asked of
-// a model (no repairs, tunes, lessons or strategy rewrites). A row reports the search's wall time
+// a model (no repairs, tunes, lessons or strategy rewrites), asked one at a time so that each
+// island gets the same candidates on every row. The candidates are near-copies of four kernels, so
+// they tie; which ones are confirmed (a confirmation costs ~25 screened variants) would be decided
+// by timing noise if the search confirmed ties (it needs a 1% lead: search_record.cpp). A row reports the search's wall time
 // (the summary's elapsed_s: from the first item to the last record; the GPU workers' start and
 // their baseline timings come before it) and the whole command's, each GPU's busy share, and the
 // speedup of the search wall over the one-GPU row. A row whose recorded verdicts differ from the
@@ -97,8 +100,14 @@ std::vector<std::string> row_command(const BenchOptions& options, const ScaleSet
         argv.insert(argv.end(), {"--model", "builtin", "--budget", std::to_string(settings.budget)});
     } else {
         size_t budget = 1 + task.seeds.size() + static_cast<size_t>(settings.candidates);
+        // One model call at a time: replies are served in the order asked, so every row gives each
+        // island the same candidates (with calls in parallel, which call got which reply varied,
+        // and with it which candidates became elites and were confirmed). Recorded replies come at
+        // once, so this costs nothing; the window stays what --parallel 4 gives.
+        int window = std::max(10, 2 * run.gpus + 2);
         argv.insert(argv.end(), {"--model", "replay:" + settings.replay, "--budget", std::to_string(budget), "--no-tune",
-                                 "--no-repair", "--max-lessons", "0", "--meta-every", "1000000"});
+                                 "--no-repair", "--max-lessons", "0", "--meta-every", "1000000", "--parallel", "1",
+                                 "--window", std::to_string(window)});
     }
     return argv;
 }
