@@ -17,9 +17,12 @@
 # 32 on more), KF_SCALE_BUDGET (builtin candidates per row: 32 up to 2 GPUs, 24 beyond),
 # KF_SCALE_DEADLINE (seconds).
 # $OUT/results gets bench/results-format files (<gpu>-<date>.md and .json: the lead commits them),
-# scale.json (every row in full), bench.log and each row's optimize log. The short table printed
-# last is the result: GPUs, mode, wall s (the search's, first candidate to last record), speedup
-# over the one-GPU row, and each GPU's busy share.
+# scale.json (every row in full), bench.log and each row's optimize log, which is at debug level:
+# `python3 scripts/timeline.py $OUT/results/fixed-mpi-2gpu.log` shows what each GPU ran when and
+# where it idled. The short table printed last (scripts/scale-summary.py) is the result: GPUs,
+# mode, wall s (the search's, first candidate to last record), speedup over the one-GPU row, GPU
+# evaluations (equal on every row when the work is the same), and each GPU's busy share.
+# scripts/sim-scale.sh runs the same rows on simulated GPUs calibrated to this machine's H200 run.
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
 out="${OUT:-/tmp/kforge-scale}"
