@@ -54,6 +54,8 @@ struct ScaleSettings {
     std::string archive_dir = "bench-archives/scale";
     double deadline_s = 0;         // > 0: rows that would end later than this many seconds after the
                                    // first began are left out (marked "skipped"); 0: no limit
+    std::string shared_cache;      // "": a fresh CUBIN cache per row; else every row uses this one
+                                   // (simulated GPUs on a small machine, where NVRTC would dominate)
 };
 // mpirun from the PATH, tests/fixtures/replay/softmax_f32_scale.jsonl (scripts/make-replay-scale.py).
 ScaleSettings default_scale_settings();

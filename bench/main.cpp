@@ -126,6 +126,9 @@ int main(int argc, char** argv)
         cmd->add_option("--scale-budget", scale_settings.budget, "candidates of each builtin row")->capture_default_str();
         cmd->add_option("--replay", scale_settings.replay, "recorded replies for the fixed-work rows")->capture_default_str();
         cmd->add_option("--mpirun", scale_settings.mpirun, "mpirun for the one-rank-per-GPU rows (\"\": none)")->capture_default_str();
+        cmd->add_option("--scale-shared-cache", scale_settings.shared_cache,
+                        "one CUBIN cache for every row, warmed by the first (default: a fresh one per row); for "
+                        "simulated GPUs on a machine whose few cores would make NVRTC the bottleneck");
         cmd->add_option("--scale-deadline", scale_settings.deadline_s,
                         "seconds: rows expected to end later are left out (0: no limit)")
             ->check(CLI::NonNegativeNumber)

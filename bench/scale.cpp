@@ -3,12 +3,18 @@
 // Two tables, each row the real command a user runs (`kforge optimize TASK --gpus N`, or under
 // `mpirun --enable-recovery --bind-to none -n N` with one rank per GPU), read back from its --json
 // summary, each in a folder of its own with a fresh CUBIN cache (XDG_CACHE_HOME), so that no row
-// finds the compiles of another.
+// finds the compiles of another. (With --scale-shared-cache every row uses one cache, filled by an
+// unrecorded warm-up run of each table first: for simulated GPUs on a machine of few cores, where
+// NVRTC and not the GPUs would set the pace.) Each row logs at debug level into its optimize.log,
+// so scripts/timeline.py can show what each GPU ran when.
 //
 // Fixed work. The same candidates on every row: recorded replies (--model replay:FILE, by default
 // tests/fixtures/replay/softmax_f32_scale.jsonl from scripts/make-replay-scale.py): distinct,
 // correct kernels with 6 to 8 param points each, no faults and no hangs, and nothing else asked of
-// a model (no repairs, tunes, lessons or strategy rewrites). A row reports the search's wall time
+// a model (no repairs, tunes, lessons or strategy rewrites), asked one at a time so that each
+// island gets the same candidates on every row. The candidates are near-copies of four kernels, so
+// they tie; which ones are confirmed (a confirmation costs ~25 screened variants) would be decided
+// by timing noise if the search confirmed ties (it needs a 1% lead: search_record.cpp). A row reports the search's wall time
 // (the summary's elapsed_s: from the first item to the last record; the GPU workers' start and
 // their baseline timings come before it) and the whole command's, each GPU's busy share, and the
 // speedup of the search wall over the one-GPU row. A row whose recorded verdicts differ from the
@@ -62,10 +68,13 @@ struct ScaleRun {
     std::string table;      // "fixed" or "builtin"
     std::string launch;     // "one process" or "mpirun"
     int gpus = 1;
+    bool warmup = false;    // fills the shared CUBIN cache; not a row of the table
 };
 
 std::string row_name(const ScaleRun& run)
 {
+    if (run.warmup)
+        return run.table + "-warmup";
     return fmt::format("{}-{}-{}gpu", run.table, run.launch == "mpirun" ? "mpi" : "local", run.gpus);
 }
 
@@ -73,22 +82,32 @@ std::string row_name(const ScaleRun& run)
 std::vector<std::string> row_command(const BenchOptions& options, const ScaleSettings& settings, const ScaleRun& run,
                                      const Task& task, const fs::path& folder)
 {
-    std::vector<std::string> argv{"env", "XDG_CACHE_HOME=" + (folder / "cache").string(),
-                                  "XDG_DATA_HOME=" + (folder / "data").string()};
+    fs::path cache = settings.shared_cache.empty() ? folder / "cache" : fs::path(settings.shared_cache);
+    std::vector<std::string> argv{"env", "XDG_CACHE_HOME=" + cache.string(), "XDG_DATA_HOME=" + (folder / "data").string()};
+    if (run.warmup && std::getenv("KFORGE_SIMULATE_GPUS"))
+        argv.push_back("KFORGE_SIMULATE_GPU_MS=0"); // only the compiles matter
     if (run.launch == "mpirun") {
         if (::getuid() == 0)
             argv.insert(argv.end(), {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
         argv.insert(argv.end(), {settings.mpirun, "--enable-recovery", "--bind-to", "none", "-n", std::to_string(run.gpus)});
     }
-    argv.insert(argv.end(), {options.kforge, "optimize", (fs::path(options.tasks_dir) / (settings.task + ".json")).string(),
+    // Debug lines in optimize.log: each GPU's timeline (scripts/timeline.py shows what ran when).
+    argv.insert(argv.end(), {options.kforge, "--log-level", "debug", "optimize",
+                             (fs::path(options.tasks_dir) / (settings.task + ".json")).string(),
                              "--gpus", std::to_string(run.gpus), "--seed", "1", "--no-knowledge", "--progress", "lines",
                              "--json", "-o", (folder / "run.kforge").string()});
     if (run.table == "builtin") {
         argv.insert(argv.end(), {"--model", "builtin", "--budget", std::to_string(settings.budget)});
     } else {
         size_t budget = 1 + task.seeds.size() + static_cast<size_t>(settings.candidates);
+        // One model call at a time: replies are served in the order asked, so every row gives each
+        // island the same candidates (with calls in parallel, which call got which reply varied,
+        // and with it which candidates became elites and were confirmed). Recorded replies come at
+        // once, so this costs nothing; the window stays what --parallel 4 gives.
+        int window = std::max(10, 2 * run.gpus + 2);
         argv.insert(argv.end(), {"--model", "replay:" + settings.replay, "--budget", std::to_string(budget), "--no-tune",
-                                 "--no-repair", "--max-lessons", "0", "--meta-every", "1000000"});
+                                 "--no-repair", "--max-lessons", "0", "--meta-every", "1000000", "--parallel", "1",
+                                 "--window", std::to_string(window)});
     }
     return argv;
 }
@@ -100,7 +119,10 @@ Json run_one(const BenchOptions& options, const ScaleSettings& settings, const S
     fs::remove_all(folder);
     fs::create_directories(folder);
     Task task = load_bundled_task(options, settings.task);
-    log_info("scale: {} work on {} GPU{} ({})", run.table, run.gpus, run.gpus == 1 ? "" : "s", run.launch);
+    if (run.warmup)
+        log_info("scale: warming the shared CUBIN cache with the {} work", run.table);
+    else
+        log_info("scale: {} work on {} GPU{} ({})", run.table, run.gpus, run.gpus == 1 ? "" : "s", run.launch);
     int rc = 0;
     auto started = std::chrono::steady_clock::now();
     std::string text = spawn_capture(row_command(options, settings, run, task, folder), rc, CaptureStream::stdout_only,
@@ -194,7 +216,14 @@ Json run_scale(const BenchOptions& options, const ScaleSettings& settings)
     else
         log_warn("scale: no mpirun on the PATH; the MPI rows are left out");
 
+    Json simulated = Json::object();
+    for (const char* name : {"KFORGE_SIMULATE_GPUS", "KFORGE_SIMULATE_GPU_MS", "KFORGE_SIMULATE_GPU_COSTS",
+                             "KFORGE_SIMULATE_GPU_NOISE", "KFORGE_SIMULATE_GPU_LANDSCAPE"})
+        if (const char* value = std::getenv(name); value && *value)
+            simulated[name] = value;
     Json result{{"device", visible.front().facts.name},
+                {"simulated", simulated},
+                {"shared_cache", !settings.shared_cache.empty()},
                 {"gpus_visible", visible.size()},
                 {"task", settings.task},
                 {"candidates", settings.candidates},
@@ -207,6 +236,11 @@ Json run_scale(const BenchOptions& options, const ScaleSettings& settings)
     Json fixed_one_gpu = Json::object();
     for (const std::string table : {"fixed", "builtin"}) {
         Json one_gpu = Json::object(); // the table's one-GPU row, once measured
+        if (!settings.shared_cache.empty()) {
+            Json warmup = run_one(options, settings, ScaleRun{table, "one process", 1, true}, dir);
+            if (warmup.contains("error"))
+                log_warn("scale: the {} warm-up failed: {}", table, warmup.at("error").get<std::string>());
+        }
         for (const auto& launch : launches)
             for (int n : counts) {
                 if (launch == "mpirun" && n == 1)
@@ -273,14 +307,22 @@ std::string scale_markdown(const Json& scale)
     };
     std::string device = scale.at("device").get<std::string>();
     int visible = scale.at("gpus_visible").get<int>();
-    return fmt::format("{} on {} ({} GPU{} visible), a fresh CUBIN cache per row. Speedup: the search wall of the "
+    std::string simulated;
+    Json settings = scale.value("simulated", Json::object()); // held here: items() of a temporary dangles
+    for (const auto& [name, value] : settings.items())
+        simulated += fmt::format("{}`{}={}`", simulated.empty() ? "" : ", ", name, value.get<std::string>());
+    if (!simulated.empty())
+        simulated = "SIMULATED GPUs, not measured on hardware: " + simulated + ".\n\n";
+    std::string cache = scale.value("shared_cache", false) ? "one CUBIN cache for every row, filled by a warm-up run of each table first"
+                                                            : "a fresh CUBIN cache per row";
+    return fmt::format("{}{} on {} ({} GPU{} visible), {}. Speedup: the search wall of the "
                        "one-GPU row over this row's (the search wall runs from the first candidate to the last "
                        "record; the whole run adds the GPU workers' start and baseline timing).\n\n"
                        "Fixed work: the same {} recorded candidates on every row (distinct, correct, 6 to 8 param "
                        "points each; {}).\n\n{}\n"
                        "Builtin proposer, a budget of {} candidates (its choices follow the measured times, so rows "
                        "need not evaluate the same kernels).\n\n{}",
-                       scale.at("task").get<std::string>(), device, visible, visible == 1 ? "" : "s",
+                       simulated, scale.at("task").get<std::string>(), device, visible, visible == 1 ? "" : "s", cache,
                        scale.at("candidates").get<int>(), fs::path(scale.at("replay").get<std::string>()).filename().string(),
                        table("fixed"), scale.at("budget").get<int>(), table("builtin"));
 }

@@ -70,6 +70,10 @@ public:
     virtual void submit(EvalJob job) = 0;
     // Returns the jobs finished so far, waiting up to `wait` for at least one when none is ready.
     virtual std::vector<EvalResult> collect(std::chrono::milliseconds wait) = 0;
+    // The caller no longer needs job `ticket`: it is dropped if no GPU has taken it yet (it then
+    // never comes back); one already running still finishes and is returned. A ticket unknown or
+    // already collected is ignored.
+    virtual void withdraw(uint64_t ticket) { (void)ticket; }
     // Jobs submitted and not yet collected.
     virtual size_t pending() const = 0;
     // Share of the GPUs' wall time (since each started) during which their workers were evaluating.

@@ -20,8 +20,16 @@
 // the session; the others carry on. With no GPU left, collect() throws: the run stops, resumable.
 // Waiting jobs are taken lowest ticket first (callers number jobs in the order they need them: the
 // search records in order), also between a sweep's variants, so the job holding everything up never
-// waits behind later ones. Every variant run goes through the measurement memo of its GPU's model
-// (measurement_memo.hpp), so a point measured before is not measured again.
+// waits behind later ones. An idle GPU weighs the variants of running sweeps by the same rule: it
+// helps with an earlier sweep before it takes a later job (taking the job first left the earlier
+// sweep queued behind its own busy GPU). A sweep's own GPU that leaves between variants for an
+// earlier job (a confirmation: seconds on a real GPU) leaves its final step on the board as well,
+// so the GPU that finishes the variants also times the winner and delivers the evaluation, rather
+// than idle while the sweep waits for its owner (sweep_board.hpp). A job the caller withdraws
+// (a confirmation started early and found unneeded) leaves the queue unless a GPU has it already.
+// Local GPUs and other ranks' GPUs are slots alike: nothing here depends on where a GPU is. Every
+// variant run goes through the measurement memo of its GPU's model (measurement_memo.hpp), so a
+// point measured before is not measured again.
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -52,6 +60,15 @@
 namespace kforge {
 namespace {
 
+uint64_t job_ticket(const EvalJob& job) { return job.ticket; }
+uint64_t job_ticket(const PreparedJob& job) { return job.job.ticket; }
+
+// For the debug log's timeline lines (util/log.hpp, scripts/timeline.py).
+const char* job_kind(const EvalOptions& options)
+{
+    return options.confirm ? "confirm" : options.held_out ? "held_out" : "screen";
+}
+
 enum class SlotState { starting, ready, failed, lost };
 
 struct SlotEntry {
@@ -69,6 +86,7 @@ public:
     ~GpuEvaluator() override;
 
     void submit(EvalJob job) override;
+    void withdraw(uint64_t ticket) override;
     std::vector<EvalResult> collect(std::chrono::milliseconds wait) override;
     size_t pending() const override;
     double gpu_busy_fraction() const override;
@@ -95,6 +113,8 @@ private:
     void offer_sweep(const std::shared_ptr<SweepBoard>& board);
     std::shared_ptr<SweepBoard> sweep_to_help(size_t index);
     void help_sweep(size_t index, SweepBoard& board);
+    void finish_sweep_for_owner(size_t index, SweepBoard& board);
+    void deliver(const PreparedJob& prepared, Evaluation evaluation);
     void prepare_loop();
     void finish(uint64_t ticket, Evaluation evaluation);
     void stop_threads();
@@ -115,6 +135,7 @@ private:
     std::deque<PreparedJob> m_compiled;
     std::vector<std::shared_ptr<SweepBoard>> m_sweeps; // sweeps running, that idle GPUs may help with
     std::vector<EvalResult> m_done;
+    std::set<uint64_t> m_withdrawn; // withdrawn while being compiled, running or done
     size_t m_pending = 0;
     bool m_stopping = false;
     std::vector<std::thread> m_threads;
@@ -305,6 +326,24 @@ void GpuEvaluator::submit(EvalJob job)
     m_work_ready.notify_all();
 }
 
+void GpuEvaluator::withdraw(uint64_t ticket)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        auto same = [&](const auto& waiting) { return job_ticket(waiting) == ticket; };
+        if (auto it = std::find_if(m_incoming.begin(), m_incoming.end(), same); it != m_incoming.end()) {
+            m_incoming.erase(it);
+            --m_pending;
+        } else if (auto at = std::find_if(m_compiled.begin(), m_compiled.end(), same); at != m_compiled.end()) {
+            m_compiled.erase(at);
+            --m_pending;
+        } else {
+            m_withdrawn.insert(ticket); // a preparer drops it once compiled; a running one finishes
+        }
+    }
+    m_done_ready.notify_all();
+}
+
 std::vector<EvalResult> GpuEvaluator::collect(std::chrono::milliseconds wait)
 {
     std::unique_lock lock(m_mutex);
@@ -349,6 +388,7 @@ void GpuEvaluator::finish(uint64_t ticket, Evaluation evaluation)
     {
         std::lock_guard lock(m_mutex);
         m_done.push_back(EvalResult{ticket, std::move(evaluation)});
+        m_withdrawn.erase(ticket);
         --m_pending;
     }
     m_done_ready.notify_all();
@@ -409,21 +449,32 @@ std::optional<size_t> GpuEvaluator::job_for(size_t index) const
 void GpuEvaluator::run_job(size_t index, PreparedJob& prepared)
 {
     GpuSlot& slot = *m_slots[index].slot;
-    Evaluation evaluation;
+    log_debug("timeline {:.3f} {} begin job {} {}", log_clock_s(), slot.identity().label(), prepared.job.ticket,
+              job_kind(prepared.job.options));
+    std::optional<Evaluation> evaluation;
     try {
         evaluation = slot.evaluate(prepared, [&] { serve_earlier_jobs(index, prepared.job.ticket); },
                                    [&](const std::shared_ptr<SweepBoard>& board) { offer_sweep(board); });
-    } catch (const GpuLostError&) {
-        {
+    } catch (const GpuLostError& e) {
+        if (!e.job_delivered()) {
             std::lock_guard lock(m_mutex);
             m_compiled.push_front(std::move(prepared));
         }
         throw;
     } catch (const std::exception& e) {
         // The per-candidate wrapper: nothing a candidate does may stop the pipeline.
-        evaluation.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
-                                                                             "candidate: {}", e.what())};
+        evaluation = Evaluation{};
+        evaluation->verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
+                                                                              "candidate: {}", e.what())};
     }
+    log_debug("timeline {:.3f} {} end job {} {}", log_clock_s(), slot.identity().label(), prepared.job.ticket,
+              job_kind(prepared.job.options));
+    if (evaluation) // else a helper finished the sweep and delivered it (help_sweep)
+        deliver(prepared, std::move(*evaluation));
+}
+
+void GpuEvaluator::deliver(const PreparedJob& prepared, Evaluation evaluation)
+{
     evaluation.eval_seconds = std::chrono::duration<double>(EvalClock::now() - prepared.started).count();
     finish(prepared.job.ticket, std::move(evaluation));
 }
@@ -456,6 +507,7 @@ void GpuEvaluator::serve_earlier_jobs(size_t index, uint64_t ticket)
             earlier = std::move(m_compiled[*pick]);
             m_compiled.erase(m_compiled.begin() + static_cast<std::ptrdiff_t>(*pick));
         }
+        m_work_ready.notify_all(); // this GPU's own sweep is open to idle GPUs meanwhile, final step included
         run_job(index, earlier);
     }
 }
@@ -474,24 +526,32 @@ void GpuEvaluator::offer_sweep(const std::shared_ptr<SweepBoard>& board)
 // variant nobody has claimed. Called with m_mutex held; forgets sweeps with nothing left to claim.
 std::shared_ptr<SweepBoard> GpuEvaluator::sweep_to_help(size_t index)
 {
-    std::erase_if(m_sweeps, [](const std::shared_ptr<SweepBoard>& b) { return !b->has_unclaimed(); });
+    std::erase_if(m_sweeps, [](const std::shared_ptr<SweepBoard>& b) { return b->finished(); });
     if (m_slots[index].state != SlotState::ready)
         return nullptr;
     std::shared_ptr<SweepBoard> pick;
     for (const auto& board : m_sweeps)
-        if (board->model() == m_slots[index].slot->identity().name && (!pick || board->ticket() < pick->ticket()))
+        if (board->model() == m_slots[index].slot->identity().name && (!pick || board->ticket() < pick->ticket()) &&
+            board->has_helper_work())
             pick = board;
     return pick;
 }
 
-// Runs one variant of another GPU's sweep on slot `index`. A lost GPU gives the variant back and
-// throws GpuLostError on; any other failure is the variant's verdict.
+// Runs one variant of another GPU's sweep on slot `index`, or, when every variant is done while
+// that GPU runs an earlier job, the sweep's final step, delivering the job's evaluation. A lost
+// GPU gives the variant or the step back and throws GpuLostError on; any other failure is the
+// variant's or the job's verdict.
 void GpuEvaluator::help_sweep(size_t index, SweepBoard& board)
 {
     std::optional<size_t> claimed = board.claim();
-    if (!claimed)
+    if (!claimed) {
+        if (board.claim_final_step())
+            finish_sweep_for_owner(index, board);
         return;
+    }
     VariantResult result;
+    log_debug("timeline {:.3f} {} begin variant {}:{}", log_clock_s(), m_slots[index].slot->identity().label(),
+              board.ticket(), *claimed);
     try {
         result = m_slots[index].slot->screen_variant(board.variant(*claimed), board.plan());
     } catch (const GpuLostError&) {
@@ -503,6 +563,29 @@ void GpuEvaluator::help_sweep(size_t index, SweepBoard& board)
         result.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this variant: {}", e.what())};
     }
     board.finish(*claimed, std::move(result), true);
+    log_debug("timeline {:.3f} {} end variant {}:{}", log_clock_s(), m_slots[index].slot->identity().label(),
+              board.ticket(), *claimed);
+}
+
+void GpuEvaluator::finish_sweep_for_owner(size_t index, SweepBoard& board)
+{
+    GpuSlot& slot = *m_slots[index].slot;
+    log_debug("timeline {:.3f} {} begin final {}", log_clock_s(), slot.identity().label(), board.ticket());
+    Evaluation evaluation;
+    try {
+        evaluation = slot.finish_sweep(board);
+    } catch (const GpuLostError&) {
+        board.release_final_step();
+        throw;
+    } catch (const std::exception& e) {
+        evaluation.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
+                                                                             "candidate: {}", e.what())};
+    }
+    log_debug("{}: finished the sweep of job {} while its own GPU ran an earlier job", slot.identity().label(),
+              board.ticket());
+    log_debug("timeline {:.3f} {} end final {}", log_clock_s(), slot.identity().label(), board.ticket());
+    deliver(board.job(), std::move(evaluation));
+    board.final_step_delivered(); // last: the owner keeps the job alive until now
 }
 
 std::string GpuEvaluator::check_program(const std::vector<std::string>& sets)
@@ -563,13 +646,21 @@ void GpuEvaluator::slot_loop(size_t index, Json setup)
             std::optional<size_t> next;
             auto idle_from = EvalClock::now();
             m_work_ready.wait(lock, [&] {
-                return m_stopping || (next = job_for(index)).has_value() || (board = sweep_to_help(index)) != nullptr;
+                if (m_stopping)
+                    return true;
+                next = job_for(index);
+                board = sweep_to_help(index);
+                return next || board;
             });
             if (m_stopping)
                 break;
             log_debug("{} waited {:.3f} s for work ({} job{} to compile, {} compiled)", slot.identity().label(),
                       std::chrono::duration<double>(EvalClock::now() - idle_from).count(), m_incoming.size(),
                       m_incoming.size() == 1 ? "" : "s", m_compiled.size());
+            // Lowest ticket first, between waiting jobs and running sweeps alike: a later job taken
+            // while the variants of an earlier sweep wait for its busy GPU holds up the earlier one.
+            if (next && board && board->ticket() < m_compiled[*next].job.ticket)
+                next.reset();
             if (next) {
                 board.reset();
                 prepared = std::move(m_compiled[*next]);
@@ -623,6 +714,11 @@ void GpuEvaluator::prepare_loop()
         PreparedJob prepared = prepare_job(m_task, std::move(job), *m_pool, m_arches, m_compiling);
         {
             std::lock_guard lock(m_mutex);
+            if (m_withdrawn.erase(prepared.job.ticket) > 0) {
+                --m_pending;
+                m_done_ready.notify_all();
+                continue;
+            }
             m_compiled.push_back(std::move(prepared));
         }
         m_work_ready.notify_all();

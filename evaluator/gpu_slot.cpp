@@ -209,6 +209,7 @@ VariantResult GpuSlot::run_variant(const Variant& variant, const Plan& plan, boo
     VariantResult result = m_memo.run(variant.memo_key, ask, variant.origin,
                                       [&](const VariantAsk& left) { return measure_variant(variant, plan, left); });
     result.params = variant.params;
+    result.gpu = m_identity.label();
     return result;
 }
 

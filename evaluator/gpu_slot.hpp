@@ -62,11 +62,20 @@ struct PreparedJob {
     std::map<std::string, std::vector<Variant>> variants; // by arch: every param point
 };
 
-// The line to a GPU is gone for good; the job that was running goes back to the queue.
+// The line to a GPU is gone for good; the job that was running goes back to the queue, unless
+// another GPU already delivered its evaluation (`job_delivered`: a sweep's final step taken over
+// while this GPU ran an earlier job; sweep_board.hpp).
 class GpuLostError : public std::runtime_error
 {
 public:
-    using std::runtime_error::runtime_error;
+    explicit GpuLostError(const std::string& what, bool job_delivered = false)
+        : std::runtime_error(what), m_job_delivered(job_delivered)
+    {
+    }
+    bool job_delivered() const { return m_job_delivered; }
+
+private:
+    bool m_job_delivered = false;
 };
 
 class GpuSlot
@@ -86,12 +95,18 @@ public:
     // throws GpuLostError when the GPU stops serving (see above). `between_variants` runs before
     // each variant of a sweep this slot runs after its first (the evaluator serves jobs with lower
     // tickets there); `offer_sweep` is handed the board of a sweep as it starts, so that idle GPUs
-    // of this model may take some of its variants (sweep_board.hpp).
-    Evaluation evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants = {},
-                        const std::function<void(const std::shared_ptr<SweepBoard>&)>& offer_sweep = {});
+    // of this model may take some of its variants, and its final step while this slot is away in
+    // `between_variants` (sweep_board.hpp). Nullopt when a helper did the final step and delivered
+    // the evaluation itself.
+    std::optional<Evaluation> evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants = {},
+                                       const std::function<void(const std::shared_ptr<SweepBoard>&)>& offer_sweep = {});
     // One variant of another slot's sweep (verify the tests shapes, screen timing), on this GPU.
     // Throws GpuLostError when the GPU stops serving.
     VariantResult screen_variant(const Variant& variant, const Plan& plan);
+    // The final step of another slot's sweep whose variants are all done (the winner timed to the
+    // requested standard, on this GPU, against this GPU's baselines): the job's evaluation. Throws
+    // GpuLostError when the GPU stops serving.
+    Evaluation finish_sweep(const SweepBoard& board);
     // Ends the worker.
     void stop();
 
@@ -113,6 +128,18 @@ public:
     void mark_lost() { m_lost = true; m_lost_at_ns = since_start_ns(); }
 
 private:
+    // Which of a job's variants compiled for this slot's arch, and the compile record.
+    struct CompiledVariants {
+        std::vector<const Variant*> compiled;
+        Json info;
+        std::optional<Verdict> failure; // nothing compiled, or not for this arch
+    };
+    CompiledVariants compiled_variants(const PreparedJob& prepared) const;
+    // The sweep's winner timed to the job's standard and the evaluation built around it.
+    Evaluation time_winner(const PreparedJob& prepared, const CompiledVariants& variants,
+                           std::vector<VariantResult> results);
+    Evaluation complete(const PreparedJob& prepared, const CompiledVariants& variants, std::vector<VariantResult> results,
+                        const Variant* best, double best_fitness) const;
     // Through the memo, which sends to the worker (measure_variant) only what it cannot answer.
     VariantResult run_variant(const Variant& variant, const Plan& plan, bool verify_tests, const std::string& timing,
                               bool held_out, bool profile = false);

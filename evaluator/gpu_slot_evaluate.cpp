@@ -15,6 +15,7 @@
 #include "evaluator/compile/compile_record.hpp"
 #include "evaluator/describe.hpp"
 #include "evaluator/gpu_slot.hpp"
+#include "util/error.hpp"
 #include "util/log.hpp"
 
 namespace kforge {
@@ -54,32 +55,25 @@ VariantResult GpuSlot::screen_variant(const Variant& variant, const Plan& plan)
     return run_variant(variant, plan, true, "sweep", false);
 }
 
-Evaluation GpuSlot::evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants,
-                             const std::function<void(const std::shared_ptr<SweepBoard>&)>& offer_sweep)
+GpuSlot::CompiledVariants GpuSlot::compiled_variants(const PreparedJob& prepared) const
 {
-    Evaluation evaluation;
-    if (prepared.early_failure) {
-        evaluation.verdict = *prepared.early_failure;
-        return evaluation;
-    }
-    const EvalOptions& options = prepared.job.options;
+    CompiledVariants out;
     auto own = prepared.variants.find(m_arch);
     if (own == prepared.variants.end()) {
-        evaluation.verdict = Verdict{VerdictKind::runtime_error,
-                                     fmt::format("kforge could not evaluate this candidate: it was not compiled for {}", m_arch)};
-        return evaluation;
+        out.failure = Verdict{VerdictKind::runtime_error,
+                              fmt::format("kforge could not evaluate this candidate: it was not compiled for {}", m_arch)};
+        return out;
     }
     const std::vector<Variant>& variants = own->second;
-    Json compile_info = Json::array();
-    std::vector<const Variant*> compiled;
+    Json info = Json::array();
     std::optional<Verdict> compile_failure;
     for (const auto& variant : variants) {
-        compile_info.push_back(Json{{"params", params_json(variant.params)},
-                                    {"ok", variant.compiled.ok},
-                                    {"seconds", variant.compiled.seconds},
-                                    {"cache_hit", variant.compiled.cache_hit}});
+        info.push_back(Json{{"params", params_json(variant.params)},
+                            {"ok", variant.compiled.ok},
+                            {"seconds", variant.compiled.seconds},
+                            {"cache_hit", variant.compiled.cache_hit}});
         if (variant.compiled.ok)
-            compiled.push_back(&variant);
+            out.compiled.push_back(&variant);
         else if (!compile_failure)
             compile_failure = Verdict{variant.compiled.failure,
                                       fmt::format("{}{}", variants.size() > 1
@@ -87,63 +81,118 @@ Evaluation GpuSlot::evaluate(const PreparedJob& prepared, const std::function<vo
                                                               : "",
                                                   variant.compiled.message)};
     }
-    evaluation.compile_info = Json{{"variants", compile_info}};
-    if (compiled.empty()) {
-        evaluation.verdict = compile_failure.value_or(Verdict{VerdictKind::compile_error, "nothing compiled"});
+    out.info = Json{{"variants", info}};
+    if (out.compiled.empty())
+        out.failure = compile_failure.value_or(Verdict{VerdictKind::compile_error, "nothing compiled"});
+    return out;
+}
+
+std::optional<Evaluation> GpuSlot::evaluate(const PreparedJob& prepared, const std::function<void()>& between_variants,
+                                            const std::function<void(const std::shared_ptr<SweepBoard>&)>& offer_sweep)
+{
+    Evaluation evaluation;
+    if (prepared.early_failure) {
+        evaluation.verdict = *prepared.early_failure;
         return evaluation;
     }
-    evaluation.gpu = m_identity;
+    CompiledVariants variants = compiled_variants(prepared);
+    if (variants.failure) {
+        evaluation.verdict = *variants.failure;
+        if (!variants.info.is_null())
+            evaluation.compile_info = variants.info;
+        return evaluation;
+    }
     ++m_evaluations;
+    const std::vector<const Variant*>& compiled = variants.compiled;
+    if (compiled.size() == 1) {
+        // One point: no sweep; its run is the final one.
+        const EvalOptions& options = prepared.job.options;
+        std::vector<VariantResult> results{run_variant(*compiled[0], prepared.plan, true, options.confirm ? "confirm" : "quick",
+                                                       options.held_out, options.profile)};
+        bool correct = results.back().verdict.is_correct();
+        double fitness = correct ? geomean_speedup(results.back().measurements, m_baselines) : 0;
+        return complete(prepared, variants, std::move(results), correct ? compiled[0] : nullptr, fitness);
+    }
+    // Sweep: verify and screen-time every point, idle GPUs of this model taking some of them
+    // (sweep_board.hpp), then time the winner properly, here or, when this GPU is away on an
+    // earlier job as the last variant ends, on a helper.
+    auto board = std::make_shared<SweepBoard>(compiled, prepared, m_identity.name, prepared.job.ticket);
+    if (offer_sweep)
+        offer_sweep(board);
+    try {
+        bool first = true;
+        for (;;) {
+            if (!first && between_variants && board->has_unclaimed()) {
+                board->set_owner_away(true);
+                between_variants();
+                board->set_owner_away(false);
+            }
+            if (auto i = board->claim()) {
+                first = false;
+                board->finish(*i, run_variant(*compiled[*i], prepared.plan, true, "sweep", false), false);
+                continue;
+            }
+            if (board->wait_done_or_released())
+                break;
+        }
+    } catch (const GpuLostError& e) {
+        throw GpuLostError(e.what(), board->abandon());
+    } catch (...) {
+        board->abandon();
+        throw;
+    }
+    if (board->helped() > 0)
+        log_debug("{}: {} of the {} variants of job {} ran on other GPUs", m_identity.label(), board->helped(),
+                  compiled.size(), prepared.job.ticket);
+    if (!board->take_final_step()) {
+        log_debug("{}: job {} was finished on another GPU while this one ran an earlier job", m_identity.label(),
+                  prepared.job.ticket);
+        return std::nullopt;
+    }
+    return time_winner(prepared, variants, board->results());
+}
 
-    std::string final_timing = options.confirm ? "confirm" : "quick";
-    std::vector<VariantResult> results;
+Evaluation GpuSlot::finish_sweep(const SweepBoard& board)
+{
+    const PreparedJob& prepared = board.job();
+    CompiledVariants variants = compiled_variants(prepared);
+    if (variants.failure || variants.compiled != board.variants())
+        fail_runtime("internal: {} cannot finish the sweep of job {}: its variants differ from the board's",
+                     m_identity.label(), prepared.job.ticket);
+    return time_winner(prepared, variants, board.results());
+}
+
+Evaluation GpuSlot::time_winner(const PreparedJob& prepared, const CompiledVariants& variants,
+                                std::vector<VariantResult> results)
+{
+    const std::vector<const Variant*>& compiled = variants.compiled;
     const Variant* best = nullptr;
     double best_fitness = 0;
-    if (compiled.size() == 1) {
-        results.push_back(run_variant(*compiled[0], prepared.plan, true, final_timing, options.held_out, options.profile));
-        if (results.back().verdict.is_correct()) {
-            best = compiled[0];
-            best_fitness = geomean_speedup(results.back().measurements, m_baselines);
-        }
-    } else {
-        // Sweep: verify and screen-time every point, idle GPUs of this model taking some of them
-        // (sweep_board.hpp), then time the winner properly here.
-        auto board = std::make_shared<SweepBoard>(compiled, prepared.plan, m_identity.name, prepared.job.ticket);
-        if (offer_sweep)
-            offer_sweep(board);
-        try {
-            bool first = true;
-            for (;;) {
-                if (auto i = board->claim()) {
-                    if (!first && between_variants)
-                        between_variants();
-                    first = false;
-                    board->finish(*i, run_variant(*compiled[*i], prepared.plan, true, "sweep", false), false);
-                    continue;
-                }
-                if (board->wait_done_or_released())
-                    break;
-            }
-        } catch (...) {
-            board->abandon();
-            throw;
-        }
-        results = board->results();
-        for (size_t i = 0; i < results.size(); ++i) {
-            double fitness = results[i].verdict.is_correct() ? geomean_speedup(results[i].measurements, m_baselines) : 0;
-            if (fitness > best_fitness) {
-                best_fitness = fitness;
-                best = compiled[i];
-            }
-        }
-        if (board->helped() > 0)
-            log_debug("{}: {} of the {} variants of job {} ran on other GPUs", m_identity.label(), board->helped(),
-                      compiled.size(), prepared.job.ticket);
-        if (best) {
-            results.push_back(run_variant(*best, prepared.plan, false, final_timing, options.held_out, options.profile));
-            best_fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;
+    for (size_t i = 0; i < results.size(); ++i) {
+        double fitness = results[i].verdict.is_correct() ? geomean_speedup(results[i].measurements, m_baselines) : 0;
+        if (fitness > best_fitness) {
+            best_fitness = fitness;
+            best = compiled[i];
         }
     }
+    if (best) {
+        const EvalOptions& options = prepared.job.options;
+        results.push_back(run_variant(*best, prepared.plan, false, options.confirm ? "confirm" : "quick",
+                                      options.held_out, options.profile));
+        best_fitness = results.back().verdict.is_correct() ? geomean_speedup(results.back().measurements, m_baselines) : 0;
+    }
+    return complete(prepared, variants, std::move(results), best, best_fitness);
+}
+
+// The evaluation of a job whose runs are `results` (the last one the winner's final run when
+// `best` is set), on this GPU.
+Evaluation GpuSlot::complete(const PreparedJob& prepared, const CompiledVariants& variants,
+                             std::vector<VariantResult> results, const Variant* best, double best_fitness) const
+{
+    const EvalOptions& options = prepared.job.options;
+    Evaluation evaluation;
+    evaluation.compile_info = variants.info;
+    evaluation.gpu = m_identity;
     Json sweep = Json::array();
     for (const auto& r : results)
         sweep.push_back(Json{{"params", params_json(r.params)},

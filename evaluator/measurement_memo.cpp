@@ -317,6 +317,8 @@ Json variant_runs_to_json(const std::vector<VariantResult>& results)
                  {"key", r.key.substr(0, k_key_digits_archived)}};
         if (!r.reused.is_null())
             run["reused"] = r.reused;
+        if (!r.gpu.empty())
+            run["gpu"] = r.gpu;
         runs.push_back(std::move(run));
     }
     return runs;

@@ -65,6 +65,7 @@ struct VariantResult {
     std::string key;                    // the point's memo key ("" when unknown)
     Json reused;                        // null, or {"phases": [...], "from": [origin, ...]}
     bool from_worker = true;            // false: the pipeline failed (crash, lost reply); never stored
+    std::string gpu;                    // the label of the GPU it was asked of ("" outside a session)
 };
 
 // What correct runs of one point established. Shared with `kforge inspect`, which counts repeats by
@@ -140,7 +141,7 @@ private:
 };
 
 // The archive's private "runs" metric: one object per result (params, ask, verdict, GPU seconds,
-// key, what was reused).
+// key, what was reused, which GPU ran it).
 Json variant_runs_to_json(const std::vector<VariantResult>& results);
 
 } // namespace kforge

@@ -1,14 +1,32 @@
-// A sweep's variants on a board that idle GPUs of the same model help with; see sweep_board.hpp.
+// A sweep's variants and final step on a board that idle GPUs of the same model help with; see
+// sweep_board.hpp.
 #include "evaluator/sweep_board.hpp"
 
 #include <algorithm>
 
+#include "evaluator/gpu_slot.hpp"
+
 namespace kforge {
 
-SweepBoard::SweepBoard(std::vector<const Variant*> variants, const Plan& plan, std::string model, uint64_t ticket)
-    : m_variants(std::move(variants)), m_plan(plan), m_model(std::move(model)), m_ticket(ticket),
+SweepBoard::SweepBoard(std::vector<const Variant*> variants, const PreparedJob& job, std::string model, uint64_t ticket)
+    : m_variants(std::move(variants)), m_job(job), m_model(std::move(model)), m_ticket(ticket),
       m_state(m_variants.size(), State::unclaimed), m_results(m_variants.size())
 {
+}
+
+const Plan& SweepBoard::plan() const
+{
+    return m_job.plan;
+}
+
+bool SweepBoard::all_done() const
+{
+    return std::all_of(m_state.begin(), m_state.end(), [](State s) { return s == State::done; });
+}
+
+bool SweepBoard::final_step_open() const
+{
+    return !m_abandoned && m_owner_away && m_final == FinalStep::open && all_done();
 }
 
 std::optional<size_t> SweepBoard::claim()
@@ -44,7 +62,6 @@ void SweepBoard::release(size_t index)
 bool SweepBoard::wait_done_or_released()
 {
     std::unique_lock lock(m_mutex);
-    auto all_done = [this] { return std::all_of(m_state.begin(), m_state.end(), [](State s) { return s == State::done; }); };
     auto some_unclaimed = [this] { return std::find(m_state.begin(), m_state.end(), State::unclaimed) != m_state.end(); };
     m_changed.wait(lock, [&] { return all_done() || some_unclaimed(); });
     return all_done();
@@ -56,13 +73,70 @@ bool SweepBoard::has_unclaimed() const
     return !m_abandoned && std::find(m_state.begin(), m_state.end(), State::unclaimed) != m_state.end();
 }
 
-void SweepBoard::abandon()
+bool SweepBoard::has_helper_work() const
+{
+    std::lock_guard lock(m_mutex);
+    if (m_abandoned)
+        return false;
+    return std::find(m_state.begin(), m_state.end(), State::unclaimed) != m_state.end() || final_step_open();
+}
+
+void SweepBoard::set_owner_away(bool away)
+{
+    std::lock_guard lock(m_mutex);
+    m_owner_away = away;
+}
+
+bool SweepBoard::claim_final_step()
+{
+    std::lock_guard lock(m_mutex);
+    if (!final_step_open())
+        return false;
+    m_final = FinalStep::helper;
+    return true;
+}
+
+void SweepBoard::final_step_delivered()
 {
     {
         std::lock_guard lock(m_mutex);
-        m_abandoned = true;
+        m_final = FinalStep::delivered;
     }
     m_changed.notify_all();
+}
+
+void SweepBoard::release_final_step()
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_final = FinalStep::open;
+    }
+    m_changed.notify_all();
+}
+
+bool SweepBoard::take_final_step()
+{
+    std::unique_lock lock(m_mutex);
+    m_changed.wait(lock, [this] { return m_final != FinalStep::helper; });
+    if (m_final == FinalStep::delivered)
+        return false;
+    m_final = FinalStep::owner;
+    return true;
+}
+
+bool SweepBoard::abandon()
+{
+    std::unique_lock lock(m_mutex);
+    m_abandoned = true;
+    m_changed.notify_all();
+    m_changed.wait(lock, [this] { return m_final != FinalStep::helper; });
+    return m_final == FinalStep::delivered;
+}
+
+bool SweepBoard::finished() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_abandoned || m_final == FinalStep::owner || m_final == FinalStep::delivered;
 }
 
 std::vector<VariantResult> SweepBoard::results() const

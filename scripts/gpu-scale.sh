@@ -17,9 +17,12 @@
 # 32 on more), KF_SCALE_BUDGET (builtin candidates per row: 32 up to 2 GPUs, 24 beyond),
 # KF_SCALE_DEADLINE (seconds).
 # $OUT/results gets bench/results-format files (<gpu>-<date>.md and .json: the lead commits them),
-# scale.json (every row in full), bench.log and each row's optimize log. The short table printed
-# last is the result: GPUs, mode, wall s (the search's, first candidate to last record), speedup
-# over the one-GPU row, and each GPU's busy share.
+# scale.json (every row in full), bench.log and each row's optimize log, which is at debug level:
+# `python3 scripts/timeline.py $OUT/results/fixed-mpi-2gpu.log` shows what each GPU ran when and
+# where it idled. The short table printed last (scripts/scale-summary.py) is the result: GPUs,
+# mode, wall s (the search's, first candidate to last record), speedup over the one-GPU row, GPU
+# evaluations (equal on every row when the work is the same), and each GPU's busy share.
+# scripts/sim-scale.sh runs the same rows on simulated GPUs calibrated to this machine's H200 run.
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
 out="${OUT:-/tmp/kforge-scale}"
@@ -71,32 +74,4 @@ for log in "$work"/results/archives/scale/*/optimize.log; do
 done
 grep -E "warn|error" "$out/results/bench.log" | head -10
 
-python3 - "$out/results/scale.json" <<'EOF'
-import json, sys
-try:
-    scale = json.load(open(sys.argv[1]))
-except (OSError, ValueError) as e:
-    print(f"gpu-scale: no scale.json ({e}); see bench.log")
-    sys.exit(1)
-targets = {2: 1.8, 4: 3.5, 8: 6.5}
-print(f"\n{scale['task']} on {scale['device']} ({scale['gpus_visible']} visible); "
-      f"fixed work: {scale['candidates']} recorded candidates; builtin: a budget of {scale['budget']}")
-verdicts = []
-for table, title in (("builtin", "builtin proposer"), ("fixed", "fixed work")):
-    rows = [r for r in scale["rows"] if r["table"] == table]
-    print(f"\n{title}\n| GPUs | mode | wall s | speedup | busy % per GPU |\n|---:|---|---:|---:|---|")
-    for r in rows:
-        mode = "mpirun -n %d" % r["gpus"] if r["launch"] == "mpirun" else "one process"
-        if "skipped" in r or "error" in r:
-            print(f"| {r['gpus']} | {mode} | - | - | {r.get('skipped') or r.get('error')} |")
-            continue
-        busy = " ".join("%.0f" % (100 * g["busy"]) for g in r["per_gpu"])
-        speedup = "%.2fx" % r["speedup"] if r.get("speedup") else "-"
-        note = " (%s)" % r["note"] if "note" in r else ""
-        print(f"| {r['gpus']} | {mode} | {r['search_s']:.1f} | {speedup} | {busy}{note} |")
-        if table == "fixed" and r["gpus"] in targets:
-            ok = (r.get("speedup") or 0) >= targets[r["gpus"]] and r["least_busy"] >= 0.9 and "note" not in r
-            verdicts.append(f"{r['gpus']} GPUs, {mode}: {speedup} (target {targets[r['gpus']]}x), least busy "
-                            f"{100 * r['least_busy']:.0f}% (target 90%): {'MEETS' if ok else 'MISSES'}")
-print("\n" + ("\n".join(verdicts) if verdicts else "no multi-GPU fixed-work row was measured"))
-EOF
+python3 "$here/scripts/scale-summary.py" "$out/results/scale.json"

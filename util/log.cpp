@@ -2,6 +2,7 @@
 #include "util/log.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -13,6 +14,12 @@ std::mutex g_write_mutex;
 std::string g_status; // guarded by g_write_mutex
 constexpr std::string_view k_clear_line = "\r\033[K";
 } // namespace
+
+double log_clock_s()
+{
+    static const auto start = std::chrono::steady_clock::now();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level)); }
 LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }

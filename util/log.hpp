@@ -20,6 +20,11 @@ bool parse_log_level(std::string_view text, LogLevel& out);
 // Thread-safe: a line is written with one call.
 void log_line(LogLevel level, std::string_view message);
 
+// Seconds on a steady clock since the process's first log call or static start, for debug lines
+// that place events of several threads on one timeline ("timeline T ..." lines: what each GPU ran
+// when, what the search recorded when; scripts/timeline.py draws them).
+double log_clock_s();
+
 // A status line kept at the bottom of a terminal (the search's live progress): each log line first
 // clears it and then draws it again below itself, so the two never garble each other. "" removes
 // it. Only for a terminal; a caller writing to a file or pipe never sets one.

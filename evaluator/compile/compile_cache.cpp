@@ -95,4 +95,28 @@ void CompileCache::store(const std::string& key, const CompileResult& result) co
     }
 }
 
+CompileRequest reference_compile_request(const Task& task, const std::string& arch)
+{
+    CompileRequest compile;
+    compile.source = task.reference.source;
+    compile.arch = arch;
+    compile.params = enumerate_param_points(task.reference.plan, 1).front();
+    for (const auto& launch : task.reference.plan.launches)
+        compile.kernels.push_back(launch.kernel);
+    return compile;
+}
+
+CompileResult compile_through_cache(const CompileRequest& request, const std::filesystem::path& dir)
+{
+    if (dir.empty())
+        return compile_with_nvrtc(request);
+    CompileCache cache(dir);
+    std::string key = compile_cache_key(request);
+    if (std::optional<CompileResult> cached = cache.load(key))
+        return *cached;
+    CompileResult compiled = compile_with_nvrtc(request);
+    cache.store(key, compiled);
+    return compiled;
+}
+
 } // namespace kforge

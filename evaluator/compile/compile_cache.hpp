@@ -36,4 +36,13 @@ private:
     mutable std::mutex m_write_mutex; // write_file_atomic's temporary name is per process
 };
 
+// The task's reference as the GPU worker compiles it for `arch`: its source, the first param point
+// of its plan, its plan's kernels.
+CompileRequest reference_compile_request(const Task& task, const std::string& arch);
+
+// `request` through the cache in `dir` ("" for none): the stored result when it checks out, else
+// NVRTC's, then stored. For processes that compile one thing now and then (the GPU worker's
+// reference), not the compile pool.
+CompileResult compile_through_cache(const CompileRequest& request, const std::filesystem::path& dir);
+
 } // namespace kforge

@@ -4,12 +4,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "core/task.hpp"
+#include "evaluator/compile/compile_cache.hpp"
+#include "evaluator/compile/cubin_info.hpp"
 #include "evaluator/worker/gpu_share.hpp"
 #include "evaluator/worker/roofline.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
@@ -75,6 +79,25 @@ Measurement timed(const Shape& shape, const std::string& subject, double median_
     return m;
 }
 
+// As the real worker does (gpu_worker.cpp): the reference compiled for the device, through the
+// CUBIN cache, so that the controller's memo answers the reference candidate's timing with the
+// baselines, as on a GPU. "" when it does not compile (the controller then finds out itself).
+std::string reference_behaviour_hash(const Task& task, const std::string& arch, const std::filesystem::path& cache_dir)
+{
+    CompileResult compiled = compile_through_cache(reference_compile_request(task, arch), cache_dir);
+    return compiled.ok ? cubin_behaviour_hash(compiled.cubin) : "";
+}
+
+bool landscape_from_plan()
+{
+    std::string landscape = env_text(k_simulate_gpu_landscape_env);
+    if (landscape.empty() || landscape == "cubin")
+        return false;
+    if (landscape == "plan")
+        return true;
+    fail(ErrorKind::usage, "{}={}: expected cubin (the default) or plan", k_simulate_gpu_landscape_env, landscape);
+}
+
 class SimulatedGpu
 {
 public:
@@ -88,11 +111,17 @@ private:
     Json time_reference(const Json& request);
     Json run_variant(const Json& request);
     double reference_ns(const Shape& shape) const;
+    // `ns` with this worker's noise: a draw within +-noise, a quarter of it for a confirmation.
+    double noisy(double ns, bool confirmed);
     void spend(double units) const;
 
     ParentChannel& m_channel;
     MeasuringLock m_share;
     std::vector<DeviceFacts> m_visible = visible_devices();
+    SimulatedCosts m_costs = parse_simulated_costs(env_text(k_simulate_gpu_costs_env));
+    double m_noise = parse_simulated_noise(env_text(k_simulate_gpu_noise_env));
+    bool m_plan_landscape = landscape_from_plan();
+    std::mt19937_64 m_rng{std::random_device{}()};
     std::unique_ptr<Task> m_task;
     DevicePeaks m_peaks;
 };
@@ -154,12 +183,24 @@ Json SimulatedGpu::setup(const Json& request)
     m_peaks = theoretical_peaks(m_visible.front());
     m_peaks.measured_dram_bytes_per_s = 0.9 * m_peaks.dram_bytes_per_s;
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    return Json{{"ok", true}, {"peaks", m_peaks.to_json()}, {"setup_seconds", seconds}, {"counters", "simulated"}};
+    Json reply{{"ok", true}, {"peaks", m_peaks.to_json()}, {"setup_seconds", seconds}, {"counters", "simulated"}};
+    if (!m_task->is_torch())
+        reply["reference_behaviour_hash"] =
+            reference_behaviour_hash(*m_task, m_visible.front().arch(), request.value("cache_dir", ""));
+    return reply;
 }
 
 double SimulatedGpu::reference_ns(const Shape& shape) const
 {
     return 2000.0 + 1.6 * roofline_at(*m_task, shape, m_peaks).roofline_ns;
+}
+
+double SimulatedGpu::noisy(double ns, bool confirmed)
+{
+    double spread = confirmed ? m_noise / 4 : m_noise;
+    if (spread <= 0)
+        return ns;
+    return ns * std::uniform_real_distribution<double>(1 - spread, 1 + spread)(m_rng);
 }
 
 // Sleeps `units` times KFORGE_SIMULATE_GPU_MS (20 ms unless set).
@@ -177,12 +218,12 @@ Json SimulatedGpu::time_reference(const Json& request)
         return Json{{"ok", false}, {"error", "time_reference before setup"}};
     {
         MeasuringLock::Hold hold = m_share.hold("baselines");
-        spend(2.5);
+        spend(m_costs.baselines);
     }
     bool confirmed = request.value("level", "quick") == "confirm";
     Json measurements = Json::array();
     for (const auto& shape : m_task->bench)
-        measurements.push_back(measurement_to_json(timed(shape, "reference", reference_ns(shape), confirmed)));
+        measurements.push_back(measurement_to_json(timed(shape, "reference", noisy(reference_ns(shape), confirmed), confirmed)));
     Json vendor = Json::array();
     for (const auto& routine : m_task->vendor_baselines)
         vendor.push_back(vendor_status_to_json(
@@ -206,10 +247,13 @@ Json SimulatedGpu::run_variant(const Json& request)
         return Json{{"ok", false}, {"error", "run_variant before setup"}};
     std::string timing = request.value("timing", "quick");
     MeasuringLock::Hold hold = m_share.hold("variant");
-    spend((request.value("verify_tests", false) ? 0.5 : 0.0) + (timing == "confirm" ? 1.5 : timing == "none" ? 0.0 : 0.5) +
-          (request.value("profile", false) ? 1.0 : 0.0) + (request.value("verify_held_out", false) ? 0.5 : 0.0));
+    spend((request.value("verify_tests", false) ? m_costs.verify : 0.0) +
+          (timing == "confirm" ? m_costs.confirm : timing == "none" ? 0.0 : m_costs.screen) +
+          (request.value("profile", false) ? m_costs.profile : 0.0) +
+          (request.value("verify_held_out", false) ? m_costs.held_out : 0.0));
     const auto& cubin = request.at("cubin").get_binary();
-    uint64_t h = hash64(std::string(cubin.begin(), cubin.end()), hash64(request.at("params").dump()));
+    std::string identity = m_plan_landscape ? request.at("plan").dump() : std::string(cubin.begin(), cubin.end());
+    uint64_t h = hash64(identity, hash64(request.at("params").dump()));
     auto verdict = [](const char* kind, const std::string& message) {
         return Json{{"kind", kind}, {"message", message}};
     };
@@ -231,9 +275,9 @@ Json SimulatedGpu::run_variant(const Json& request)
             const Shape& shape = m_task->bench[i];
             double shape_factor = 0.9 + 0.2 * static_cast<double>((h >> (12 + 4 * (i % 8))) % 16) / 15.0;
             measurements.push_back(
-                measurement_to_json(timed(shape, "candidate", reference_ns(shape) / (speed * shape_factor), confirmed)));
+                measurement_to_json(timed(shape, "candidate", noisy(reference_ns(shape) / (speed * shape_factor), confirmed), confirmed)));
             if (confirmed)
-                measurements.push_back(measurement_to_json(timed(shape, "reference", reference_ns(shape), true)));
+                measurements.push_back(measurement_to_json(timed(shape, "reference", noisy(reference_ns(shape), true), true)));
         }
     Json occupancy = Json::array();
     for (size_t i = 0; i < request.at("plan").value("launches", Json::array()).size(); ++i)
@@ -252,6 +296,45 @@ Json SimulatedGpu::run_variant(const Json& request)
 bool simulated_gpus_requested()
 {
     return !env_text(k_simulate_gpus_env).empty();
+}
+
+SimulatedCosts parse_simulated_costs(const std::string& spec)
+{
+    SimulatedCosts costs;
+    std::map<std::string, double*> fields{{"verify", &costs.verify},   {"screen", &costs.screen},
+                                          {"confirm", &costs.confirm}, {"profile", &costs.profile},
+                                          {"held_out", &costs.held_out}, {"baselines", &costs.baselines}};
+    for (const auto& pair : split(trim(spec), ',')) {
+        if (trim(pair).empty())
+            continue;
+        auto equals = pair.find('=');
+        std::string name = trim(pair.substr(0, equals));
+        auto field = fields.find(name);
+        if (equals == std::string::npos || field == fields.end())
+            fail(ErrorKind::usage, "{}={}: '{}' is not NAME=UNITS with NAME one of verify, screen, confirm, profile, "
+                 "held_out, baselines", k_simulate_gpu_costs_env, spec, trim(pair));
+        std::string value = trim(pair.substr(equals + 1));
+        char* end = nullptr;
+        double units = value.empty() ? -1 : std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(units >= 0 && units <= 1000))
+            fail(ErrorKind::usage, "{}={}: {} must be a number of units from 0 to 1000, got '{}'", k_simulate_gpu_costs_env,
+                 spec, name, value);
+        *field->second = units;
+    }
+    return costs;
+}
+
+double parse_simulated_noise(const std::string& spec)
+{
+    std::string text = trim(spec);
+    if (text.empty())
+        return 0;
+    char* end = nullptr;
+    double noise = std::strtod(text.c_str(), &end);
+    if (*end != '\0' || !(noise >= 0 && noise <= 0.5))
+        fail(ErrorKind::usage, "{}={}: expected a relative spread from 0 to 0.5 (0.01: times off by up to 1%)",
+             k_simulate_gpu_noise_env, spec);
+    return noise;
 }
 
 std::vector<DeviceFacts> simulated_devices(const std::string& spec)

@@ -20,6 +20,24 @@
 // confirmation timing, which interleaves the reference, one and a half; a profile one; the
 // held-out shapes half. So a confirmation with its profile costs 2.5 screened variants, and the
 // scheduling of confirmations and held-out checks shows in a simulated run as it would on GPUs.
+// Those are the default costs; on a real GPU a confirmation is far dearer than a screened variant
+// (an H200 spends ~0.17 s screening a softmax variant and ~4 s confirming one, 0.5 s of kernel time
+// per shape for the candidate and the reference each), so KFORGE_SIMULATE_GPU_COSTS replaces any of
+// them, in units:
+//
+//   KFORGE_SIMULATE_GPU_COSTS=verify=0.5,screen=0.5,confirm=24,profile=4,held_out=1,baselines=12
+//
+// (verify: the test shapes; screen: a sweep or quick timing; confirm: a confirmation timing;
+// profile; held_out; baselines: timing the reference when a GPU starts).
+//
+// Real timings are noisy, and a search whose candidates tie (the fixed work of `kforge_bench scale`:
+// copies of four kernels) decides by noise which ones to confirm. Two more variables bring that in:
+//
+//   KFORGE_SIMULATE_GPU_NOISE=0.01        each reported time off by up to 1% (a confirmation-level
+//                                          timing, the GPU's baselines included, by a quarter of it);
+//                                          drawn afresh in every worker, so runs differ as on GPUs
+//   KFORGE_SIMULATE_GPU_LANDSCAPE=plan    verdicts and speeds from the plan and params alone, not
+//                                          the CUBIN: candidates that differ only in their code tie
 //
 // The landscape: per variant h = hash(CUBIN, params); h % 100 < 5 is incorrect, 5 and 6 fault
 // with a sticky error (the worker asks to be replaced, as after a real illegal address), the rest
@@ -42,6 +60,28 @@ namespace kforge {
 inline constexpr const char* k_simulate_gpus_env = "KFORGE_SIMULATE_GPUS";
 inline constexpr const char* k_simulate_gpu_ms_env = "KFORGE_SIMULATE_GPU_MS";
 inline constexpr const char* k_simulate_gpu_setup_ms_env = "KFORGE_SIMULATE_GPU_SETUP_MS";
+inline constexpr const char* k_simulate_gpu_costs_env = "KFORGE_SIMULATE_GPU_COSTS";
+
+// What each phase of a request costs a simulated GPU, in units of KFORGE_SIMULATE_GPU_MS.
+struct SimulatedCosts {
+    double verify = 0.5;    // the test shapes
+    double screen = 0.5;    // a sweep or quick timing
+    double confirm = 1.5;   // a confirmation timing (the reference interleaved)
+    double profile = 1.0;
+    double held_out = 0.5;
+    double baselines = 2.5; // timing the reference as a GPU starts
+};
+
+inline constexpr const char* k_simulate_gpu_noise_env = "KFORGE_SIMULATE_GPU_NOISE";
+inline constexpr const char* k_simulate_gpu_landscape_env = "KFORGE_SIMULATE_GPU_LANDSCAPE";
+
+// The defaults with the `name=units` pairs of `spec` (KFORGE_SIMULATE_GPU_COSTS) applied. Throws
+// Error(usage) naming the variable for an unknown name or a value that is not a number from 0 to
+// 1000.
+SimulatedCosts parse_simulated_costs(const std::string& spec);
+
+// KFORGE_SIMULATE_GPU_NOISE: "" is 0; otherwise a number from 0 to 0.5. Throws Error(usage).
+double parse_simulated_noise(const std::string& spec);
 
 // True when KFORGE_SIMULATE_GPUS is set and not empty.
 bool simulated_gpus_requested();

@@ -208,23 +208,10 @@ Json handle_setup(WorkerState& state, const Json& request)
     uint64_t secret = request.value("run_secret", uint64_t{0});
     if (task.is_torch())
         return setup_program(state, secret, begin);
-    CompileRequest compile;
-    compile.source = task.reference.source;
-    compile.arch = state.context->facts().arch();
-    auto points = enumerate_param_points(task.reference.plan, 1);
-    state.reference_params = points.front();
-    compile.params = state.reference_params;
-    for (const auto& launch : task.reference.plan.launches)
-        compile.kernels.push_back(launch.kernel);
+    CompileRequest compile = reference_compile_request(task, state.context->facts().arch());
+    state.reference_params = compile.params;
     // Through the CUBIN cache when there is one: a run's first second matters (time to first result).
-    std::optional<CompileCache> cache;
-    if (!cache_dir.empty())
-        cache.emplace(cache_dir);
-    std::string cache_key = cache ? compile_cache_key(compile) : "";
-    std::optional<CompileResult> cached = cache ? cache->load(cache_key) : std::nullopt;
-    CompileResult compiled = cached ? *cached : compile_with_nvrtc(compile);
-    if (cache && !cached)
-        cache->store(cache_key, compiled);
+    CompileResult compiled = compile_through_cache(compile, cache_dir);
     if (!compiled.ok)
         return Json{{"ok", false}, {"error", fmt::format("the task's reference does not compile:\n{}", compiled.message)}};
     state.reference = std::make_unique<LoadedKernels>(compiled.cubin, compile.kernels);

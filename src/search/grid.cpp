@@ -48,10 +48,10 @@ const EliteEntry* IslandGrid::at(const std::string& cell) const
     return it == m_cells.end() ? nullptr : &it->second;
 }
 
-bool IslandGrid::would_accept(const std::string& cell, double fitness) const
+bool IslandGrid::would_accept(const std::string& cell, double fitness, double margin) const
 {
     const EliteEntry* current = at(cell);
-    return !current || fitness > current->fitness;
+    return !current || fitness > current->fitness * (1 + margin);
 }
 
 bool IslandGrid::place(const EliteEntry& entry)

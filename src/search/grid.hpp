@@ -29,7 +29,9 @@ public:
     // The elite of `cell`, or nullptr.
     const EliteEntry* at(const std::string& cell) const;
     // Whether a candidate of `fitness` in `cell` would become its elite (empty, or strictly fitter).
-    bool would_accept(const std::string& cell, double fitness) const;
+    // `margin`: the fitness must beat the cell's elite by more than this fraction (a screen's
+    // number, before confirmation; see search_record.cpp).
+    bool would_accept(const std::string& cell, double fitness, double margin = 0) const;
     // Places `entry` in its cell if would_accept(); returns whether it did.
     bool place(const EliteEntry& entry);
     // The fittest elite (the lowest candidate id among equals), or nullptr when empty.

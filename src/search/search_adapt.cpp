@@ -40,7 +40,7 @@ bool declares_params(const std::string& source)
 
 } // namespace
 
-Placement SearchLoop::place(const Candidate& candidate, int island)
+Placement SearchLoop::place(const Candidate& candidate, int island, double margin)
 {
     Placement placement;
     const Evaluation& evaluation = candidate.evaluation;
@@ -53,7 +53,8 @@ Placement SearchLoop::place(const Candidate& candidate, int island)
     for (int i = 0; i < m_config.islands; ++i) {
         if (island >= 0 && i != island)
             continue;
-        if (!m_grids[static_cast<size_t>(i)].place(entry))
+        auto& grid = m_grids[static_cast<size_t>(i)];
+        if (!grid.would_accept(entry.cell, fitness, margin) || !grid.place(entry))
             continue;
         m_archive.set_elite(Elite{i, entry.cell, candidate.id, fitness});
         placement.islands.push_back(i);

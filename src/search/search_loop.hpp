@@ -47,6 +47,8 @@ struct Flight {
     std::optional<Evaluation> screen;
     std::optional<Evaluation> confirm;
     bool confirm_submitted = false;
+    uint64_t confirm_ticket = 0;         // the submitted confirmation's (withdrawn when not needed)
+    bool confirm_withdrawn = false;
     bool confirm_needed = false;         // decided at the head: the confirmed numbers are recorded
     std::optional<Evaluation> held_out;  // a separate held-out check, when confirmation lacked it
     bool held_out_submitted = false;
@@ -107,6 +109,8 @@ private:
     void submit(Flight& flight, EvalJobKind kind, EvalOptions options);
     bool head_ready(Flight& flight);
     bool would_be_elite(const Flight& flight, double fitness) const;
+    bool outdone_in_flight(const Flight& flight) const;
+    void withdraw_unneeded_confirmations();
     void record_head();
     std::optional<Candidate> record_candidate(Flight& flight);
     // Ends the run when too many items in a row gave nothing new to evaluate, or their model calls
@@ -116,7 +120,9 @@ private:
     void save_state();
 
     // --- search_adapt.cpp ---
-    Placement place(const Candidate& candidate, int island);
+    // `margin` as in IslandGrid::would_accept: a candidate recorded with its screen's numbers
+    // places only where it would have been confirmed (so never).
+    Placement place(const Candidate& candidate, int island, double margin = 0);
     void place_accepted();
     void report_flagged(const Candidate& candidate);
     void follow_up(const Candidate& candidate, const Flight& flight, const Placement& placement);

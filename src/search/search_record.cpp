@@ -5,7 +5,8 @@
 // still in flight — and only a new one is submitted for the quick screen.
 //
 // Evaluation policy. A screened candidate that would become an elite (its cell empty on its island,
-// or held by a less fit elite) is confirmed: confirmation timing, a profile, only its best params.
+// or held by an elite its screen beats by more than k_screen_margin) is confirmed: confirmation
+// timing, a profile, only its best params.
 // Its placement then uses the confirmed fitness; one that would be the run's new best is also
 // checked on the held-out shapes, and a held_out_failed verdict keeps it from being an elite or the
 // best. A candidate flagged as suspicious (faster than the roofline floor) is never confirmed or
@@ -26,6 +27,14 @@ namespace kforge {
 namespace {
 
 constexpr int k_max_empty_streak = 24;   // items in a row with nothing to evaluate
+// How much a screen must beat the elite of its cell by to be confirmed. A quick screen's fitness
+// is measured against the baselines its GPU timed at the start, a confirmation's against the
+// reference interleaved with it: on one GPU and across GPUs the two differ by up to about this much
+// for one kernel. Without the margin a search whose candidates tie (near-copies of one kernel, as
+// models often write) confirmed about half of them on noise alone: on an H200 a softmax confirmation
+// costs ~4 s, some 25 screened param points, and on several GPUs each lands on the path of the
+// records behind it.
+constexpr double k_screen_margin = 0.01;
 constexpr int k_max_call_failures = 8;   // proposals in a row whose model call failed
 
 bool qualifies(const Evaluation& evaluation)
@@ -148,6 +157,8 @@ void SearchLoop::adopt_evaluation(Flight& flight, Flight& later)
     flight.confirm = std::move(later.confirm);
     flight.held_out = std::move(later.held_out);
     flight.confirm_submitted = later.confirm_submitted;
+    flight.confirm_ticket = later.confirm_ticket;
+    flight.confirm_withdrawn = later.confirm_withdrawn;
     flight.held_out_submitted = later.held_out_submitted;
     later.screen.reset();
     later.confirm.reset();
@@ -164,8 +175,10 @@ void SearchLoop::submit(Flight& flight, EvalJobKind kind, EvalOptions options)
     job.source = flight.source;
     options.task_code = flight.item.kind == ItemKind::reference;
     job.options = std::move(options);
-    if (kind == EvalJobKind::confirm)
+    if (kind == EvalJobKind::confirm) {
         flight.confirm_submitted = true;
+        flight.confirm_ticket = job.ticket;
+    }
     if (kind == EvalJobKind::held_out)
         flight.held_out_submitted = true;
     m_services.evaluator.submit(std::move(job));
@@ -187,7 +200,8 @@ void SearchLoop::take_evaluation(EvalResult result)
     case EvalJobKind::screen:
         flight.screen = std::move(result.evaluation);
         // Start the confirmation early when it looks needed now; head_ready() decides for real.
-        if (qualifies(*flight.screen) && would_be_elite(flight, *flight.screen->fitness) && !flight.confirm_submitted)
+        if (qualifies(*flight.screen) && would_be_elite(flight, *flight.screen->fitness) && !flight.confirm_submitted &&
+            !outdone_in_flight(flight))
             submit(flight, EvalJobKind::confirm,
                    EvalOptions{true, false, true, flight.screen->best_params, false, flight.screen->gpu});
         return;
@@ -196,13 +210,46 @@ void SearchLoop::take_evaluation(EvalResult result)
     }
 }
 
+// An earlier item still in flight screened at least as well in the same cell of the same island:
+// it records first and will most likely hold the cell, so starting this one's confirmation early
+// would spend seconds of a GPU on a confirmation the head of the line then finds unneeded.
+bool SearchLoop::outdone_in_flight(const Flight& flight) const
+{
+    if (flight.item.island < 0)
+        return false;
+    std::string cell = descriptor_cell(flight.screen->descriptors);
+    for (const auto& [seq, earlier] : m_flights) {
+        if (seq >= flight.item.seq)
+            break;
+        if (earlier.duplicate || !earlier.screen || !qualifies(*earlier.screen) ||
+            (earlier.item.island >= 0 && earlier.item.island != flight.item.island))
+            continue;
+        if (descriptor_cell(earlier.screen->descriptors) == cell &&
+            *earlier.screen->fitness * (1 + k_screen_margin) >= *flight.screen->fitness)
+            return true;
+    }
+    return false;
+}
+
+// Early confirmations of items still in flight that the latest record made unneeded (a fitter elite
+// now holds their cell; cells only get fitter) leave the evaluator's queue.
+void SearchLoop::withdraw_unneeded_confirmations()
+{
+    for (auto& [seq, flight] : m_flights)
+        if (flight.confirm_submitted && !flight.confirm && !flight.confirm_withdrawn && flight.screen &&
+            qualifies(*flight.screen) && !would_be_elite(flight, *flight.screen->fitness)) {
+            m_services.evaluator.withdraw(flight.confirm_ticket);
+            flight.confirm_withdrawn = true;
+        }
+}
+
 bool SearchLoop::would_be_elite(const Flight& flight, double fitness) const
 {
     std::string cell = descriptor_cell(flight.screen->descriptors);
     if (flight.item.island >= 0)
-        return m_grids[static_cast<size_t>(flight.item.island)].would_accept(cell, fitness);
+        return m_grids[static_cast<size_t>(flight.item.island)].would_accept(cell, fitness, k_screen_margin);
     for (const auto& grid : m_grids)
-        if (grid.would_accept(cell, fitness))
+        if (grid.would_accept(cell, fitness, k_screen_margin))
             return true;
     return false;
 }
@@ -223,9 +270,11 @@ bool SearchLoop::head_ready(Flight& flight)
         return true;
     flight.confirm_needed = true;
     if (!flight.confirm) {
-        if (!flight.confirm_submitted)
+        if (!flight.confirm_submitted || flight.confirm_withdrawn) {
+            flight.confirm_withdrawn = false;
             submit(flight, EvalJobKind::confirm,
                    EvalOptions{true, false, true, flight.screen->best_params, false, flight.screen->gpu});
+        }
         return false;
     }
     if (!qualifies(*flight.confirm) || *flight.confirm->fitness <= m_state.best_fitness)
@@ -243,6 +292,10 @@ void SearchLoop::record_head()
 {
     Flight flight = std::move(m_flights.begin()->second);
     m_flights.erase(m_flights.begin());
+    // A confirmation started early and then not needed: no GPU should spend seconds on it now.
+    if (flight.confirm_submitted && !flight.confirm && !flight.confirm_withdrawn)
+        m_services.evaluator.withdraw(flight.confirm_ticket);
+    log_debug("timeline {:.3f} record {}", log_clock_s(), flight.item.seq);
     std::optional<Candidate> recorded;
     m_archive.atomically([&] {
         if (yields_candidate(flight.item.kind))
@@ -252,6 +305,7 @@ void SearchLoop::record_head()
         else
             record_meta_prompt(flight);
         m_ledger.settle(flight.item, flight.calls);
+        withdraw_unneeded_confirmations();
         schedule();
         save_state();
     });
@@ -309,7 +363,7 @@ std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
         ++m_candidates_per_gpu[candidate.evaluation.gpu->label()];
     ++m_verdicts[candidate.evaluation.verdict.kind];
 
-    Placement placement = place(candidate, item.island);
+    Placement placement = place(candidate, item.island, flight.confirm_needed ? 0.0 : k_screen_margin);
     if (placement.new_best)
         note_new_best(candidate);
     use_meta_prompt(item, placement.island_best);

@@ -4,12 +4,14 @@
 // decides on one GPU.
 #include "kf_catch.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <thread>
 
 #include "core/task.hpp"
 #include "evaluator/evaluator.hpp"
+#include "evaluator/scheduling_scenarios.hpp"
 #include "test_support.hpp"
 #include "util/text.hpp"
 
@@ -17,19 +19,22 @@ using namespace kforge;
 
 namespace {
 
-// KFORGE_SIMULATE_GPUS and KFORGE_SIMULATE_GPU_MS for the workers this test starts.
+// KFORGE_SIMULATE_GPUS, KFORGE_SIMULATE_GPU_MS and KFORGE_SIMULATE_GPU_COSTS for the workers this
+// test starts.
 class SimulatedGpus
 {
 public:
-    SimulatedGpus(const std::string& gpus, int unit_ms)
+    SimulatedGpus(const std::string& gpus, int unit_ms, const std::string& costs = "")
     {
         ::setenv("KFORGE_SIMULATE_GPUS", gpus.c_str(), 1);
         ::setenv("KFORGE_SIMULATE_GPU_MS", std::to_string(unit_ms).c_str(), 1);
+        ::setenv("KFORGE_SIMULATE_GPU_COSTS", costs.c_str(), 1);
     }
     ~SimulatedGpus()
     {
         ::unsetenv("KFORGE_SIMULATE_GPUS");
         ::unsetenv("KFORGE_SIMULATE_GPU_MS");
+        ::unsetenv("KFORGE_SIMULATE_GPU_COSTS");
     }
 };
 
@@ -154,4 +159,18 @@ TEST_CASE("idle GPUs take variants of a running sweep, and the sweep decides wha
     }
     CHECK(evaluated == 1); // one GPU owns the job...
     CHECK(helpers == 2);   // ...the two others ran some of its variants
+}
+
+// On a real GPU a confirmation takes seconds. The GPU that runs a sweep leaves it between variants
+// for an earlier job (the confirmation the search waits for) when no other GPU is idle; the other
+// GPU, once free, must finish that sweep, its final step included, before it takes later work: the
+// sweep used to wait for its own GPU while the other one idled or ran later jobs. test_mpi.cpp runs
+// the same scenario with the sweep on another MPI rank's GPU.
+TEST_CASE("a sweep whose GPU left for an earlier job is finished by the GPU that frees up and before later work",
+          "[evaluator][multigpu]")
+{
+    test::TempDir cache;
+    SimulatedGpus gpus("2", test::k_handoff_unit_ms, test::k_handoff_costs);
+    auto evaluator = evaluator_over(cache);
+    test::check_sweep_handoff(*evaluator);
 }

@@ -11,7 +11,13 @@
 #include <fmt/format.h>
 
 #include "archive/archive.hpp"
+#include "core/task.hpp"
+#include "evaluator/gpu_devices.hpp"
+#include "evaluator/gpu_remote.hpp"
+#include "evaluator/scheduling_scenarios.hpp"
 #include "evaluator/simulated_runs.hpp"
+#include "util/mpi_world.hpp"
+#include "util/subprocess.hpp"
 #include "util/text.hpp"
 
 using namespace kforge;
@@ -150,4 +156,60 @@ TEST_CASE("a plain run never touches MPI, and a kforge under mpirun without MPI 
     CHECK(missing.exit_code != 0);
     CHECK_THAT(missing.err, Catch::Contains("libkforge_mpi.so is missing"));
     CHECK_FALSE(std::filesystem::exists(dir / "none.kforge"));
+}
+
+// The other rank's GPU is one more slot of the GPU evaluator, scheduled like a local one. Here the
+// sweep runs on rank 1's GPU, which leaves it between variants for an earlier confirmation; rank
+// 0's own GPU, once free, must finish the sweep and time its winner rather than idle (or take later
+// work) while the sweep waits behind the remote GPU: the scenario of test_gpu_scheduling.cpp, with
+// every frame of the second GPU crossing MPI. mpirun runs two programs: this test binary as rank 0
+// (the hidden case below drives the evaluator) and kforge as rank 1 (an evaluation service).
+TEST_CASE("a sweep on another rank's GPU that leaves for an earlier job is finished by this rank's GPU",
+          "[mpi][e2e]")
+{
+    std::vector<std::string> args{"--oversubscribe", "--bind-to", "none",
+                                  "-n", "1", self_executable(), "[mpi-rank0]",
+                                  ":", "-n", "1", kforge_binary().string(), "optimize",
+                                  (source_dir() / "tasks" / "softmax_f32.json").string()};
+    std::vector<std::string> env = mpi_env(simulated_env("2", k_handoff_unit_ms));
+    env.push_back(std::string("KFORGE_SIMULATE_GPU_COSTS=") + k_handoff_costs);
+    env.push_back("KFORGE_MPI_LIB=" + (kforge_binary().parent_path() / "libkforge_mpi.so").string());
+    env.push_back("KFORGE_TEST_SOURCE_DIR=" + source_dir().string());
+    env.push_back("KFORGE_TEST_BINARY=" + kforge_binary().string());
+    CommandResult result = run_program(mpirun_path(), args, env);
+    INFO(result.out << result.err);
+    CHECK(result.exit_code == 0);
+    CHECK_THAT(result.out, Catch::Contains("All tests passed"));
+}
+
+// Rank 0 of the test above, which runs it by its tag under mpirun; hidden, and a no-op anywhere else
+// (a filter of exclusions alone, as the CPU suite's, also selects hidden tests).
+TEST_CASE("rank 0 of the MPI handoff test: drive this rank's GPU and rank 1's", "[mpi][mpi-rank0][.]")
+{
+    MpiLaunch launch = detect_mpi_launch();
+    if (!launch.detected) {
+        SUCCEED("nothing to do outside the mpirun of the test above");
+        return;
+    }
+    std::unique_ptr<MpiWorld> world = MpiWorld::join(launch);
+    REQUIRE(world->rank() == 0);
+    REQUIRE(world->size() == 2);
+    TempDir cache;
+    Task task = load_task(source_dir() / "tasks" / "softmax_f32.json");
+    EvaluatorConfig config;
+    config.worker_executable = kforge_binary().string();
+    config.cache_dir = cache.path();
+    config.run_secret = 7;
+    config.gpus = parse_gpu_selection("2"); // two simulated GPUs on this host: one for each rank
+    config.mpi = world.get();
+    {
+        std::unique_ptr<CandidateEvaluator> evaluator = make_gpu_evaluator(task, config);
+        std::vector<GpuUsage> usage = evaluator->gpu_usage();
+        REQUIRE(usage.size() == 2);
+        CHECK(usage[0].gpu.rank == 0);
+        CHECK(usage[1].gpu.rank == 1); // the sweep's GPU, behind the relay
+        check_sweep_handoff(*evaluator);
+    }
+    stop_gpu_services(*world);
+    world->finalize();
 }

@@ -1,6 +1,7 @@
 // The board a sweep's variants are shared on (evaluator/sweep_board.hpp): each variant runs once,
-// results come back in variant order whoever ran them, a variant given back is run again, and an
-// abandoned sweep hands out nothing more.
+// results come back in variant order whoever ran them, a variant given back is run again, an
+// abandoned sweep hands out nothing more, and the final step goes to a helper only while the
+// sweep's own GPU is away on another job.
 #include "kf_catch.hpp"
 
 #include <thread>
@@ -30,8 +31,8 @@ TEST_CASE("a sweep board hands out each variant once and returns the results in 
     std::vector<const Variant*> pointers;
     for (const auto& v : variants)
         pointers.push_back(&v);
-    Plan plan;
-    SweepBoard board(pointers, plan, "kforge simulated GPU", 7);
+    PreparedJob job;
+    SweepBoard board(pointers, job, "kforge simulated GPU", 7);
     CHECK(board.has_unclaimed());
 
     // The helper takes one, the owner the rest; the helper finishes last.
@@ -58,8 +59,8 @@ TEST_CASE("a variant whose helper was lost is run again, and an abandoned sweep 
 {
     std::vector<Variant> variants(2);
     std::vector<const Variant*> pointers{&variants[0], &variants[1]};
-    Plan plan;
-    SweepBoard board(pointers, plan, "m", 1);
+    PreparedJob job;
+    SweepBoard board(pointers, job, "m", 1);
     size_t helper = *board.claim();
     size_t owner = *board.claim();
     board.finish(owner, result_for(1), false);
@@ -72,8 +73,75 @@ TEST_CASE("a variant whose helper was lost is run again, and an abandoned sweep 
     CHECK(board.wait_done_or_released());
     CHECK(board.helped() == 0);
 
-    SweepBoard dropped(pointers, plan, "m", 2);
-    dropped.abandon();
+    SweepBoard dropped(pointers, job, "m", 2);
+    CHECK_FALSE(dropped.abandon()); // nobody delivered it: the job goes back to the queue
     CHECK_FALSE(dropped.has_unclaimed());
+    CHECK_FALSE(dropped.has_helper_work());
     CHECK_FALSE(dropped.claim());
+    CHECK(dropped.finished());
+}
+
+TEST_CASE("a sweep's final step goes to a helper only while its own GPU is away, and the owner then leaves it",
+          "[evaluator]")
+{
+    std::vector<Variant> variants(2);
+    std::vector<const Variant*> pointers{&variants[0], &variants[1]};
+    PreparedJob job;
+    SweepBoard board(pointers, job, "m", 3);
+    size_t first = *board.claim();
+    board.finish(first, result_for(1), false);
+    board.set_owner_away(true); // the owner runs an earlier job between its variants
+    size_t second = *board.claim();
+    CHECK_FALSE(board.claim_final_step()); // a variant still runs
+    board.finish(second, result_for(2), true);
+    CHECK(board.has_helper_work());
+    REQUIRE(board.claim_final_step());
+    CHECK_FALSE(board.claim_final_step()); // one helper only
+    CHECK_FALSE(board.has_helper_work());
+
+    // The owner comes back while the helper times the winner: it waits and finds the job delivered.
+    board.set_owner_away(false);
+    std::thread helper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        board.final_step_delivered();
+    });
+    CHECK(board.wait_done_or_released());
+    CHECK_FALSE(board.take_final_step());
+    helper.join();
+    CHECK(board.finished());
+}
+
+TEST_CASE("the owner keeps the final step when it is back first, or when the helper's GPU was lost", "[evaluator]")
+{
+    std::vector<Variant> variants(1);
+    std::vector<const Variant*> pointers{&variants[0]};
+    PreparedJob job;
+
+    SweepBoard home(pointers, job, "m", 1);
+    home.finish(*home.claim(), result_for(1), true);
+    CHECK_FALSE(home.claim_final_step()); // the owner is not away
+    CHECK(home.take_final_step());
+    home.set_owner_away(true);
+    CHECK_FALSE(home.claim_final_step()); // already the owner's
+    CHECK(home.finished());
+
+    SweepBoard lost(pointers, job, "m", 2);
+    lost.set_owner_away(true);
+    lost.finish(*lost.claim(), result_for(1), true);
+    REQUIRE(lost.claim_final_step());
+    lost.release_final_step(); // the helper's GPU was lost before it delivered
+    lost.set_owner_away(false);
+    CHECK(lost.take_final_step());
+
+    // The owner's GPU lost while a helper runs the final step: abandon waits, then says it was delivered.
+    SweepBoard handed(pointers, job, "m", 3);
+    handed.set_owner_away(true);
+    handed.finish(*handed.claim(), result_for(1), true);
+    REQUIRE(handed.claim_final_step());
+    std::thread helper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        handed.final_step_delivered();
+    });
+    CHECK(handed.abandon());
+    helper.join();
 }
