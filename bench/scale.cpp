@@ -104,7 +104,7 @@ std::vector<std::string> row_command(const BenchOptions& options, const ScaleSet
         // island the same candidates (with calls in parallel, which call got which reply varied,
         // and with it which candidates became elites and were confirmed). Recorded replies come at
         // once, so this costs nothing; the window stays what --parallel 4 gives.
-        int window = std::max(10, 2 * run.gpus + 2);
+        int window = std::max(10, 4 * run.gpus + 2);
         argv.insert(argv.end(), {"--model", "replay:" + settings.replay, "--budget", std::to_string(budget), "--no-tune",
                                  "--no-repair", "--max-lessons", "0", "--meta-every", "1000000", "--parallel", "1",
                                  "--window", std::to_string(window)});

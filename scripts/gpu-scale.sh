@@ -13,10 +13,10 @@
 # so: the fixed-work table comes first, it is the one the targets are about.
 # Targets (fixed work): >= 1.8x on 2 GPUs, >= 3.5x on 4, >= 6.5x on 8, each GPU >= 90% busy.
 #
-# Settings: KF_SCALE_GPUS (the counts, e.g. "1 2"), KF_SCALE_CANDIDATES (16 up to 2 GPUs, 24 on 4,
-# 32 on more), KF_SCALE_BUDGET (builtin candidates per row: 32 up to 2 GPUs, 24 beyond),
+# Settings: KF_SCALE_GPUS (the counts, e.g. "1 2"), KF_SCALE_CANDIDATES (48 up to 2 GPUs, 64 on 4,
+# 96 on more), KF_SCALE_BUDGET (builtin candidates per row: 32 up to 2 GPUs, 24 beyond),
 # KF_SCALE_DEADLINE (seconds).
-# $OUT/results gets bench/results-format files (<gpu>-<date>.md and .json: the lead commits them),
+# $OUT/scale-results.tgz holds results/ with bench/results-format files (<gpu>-<date>.md and .json: the lead commits them),
 # scale.json (every row in full), bench.log and each row's optimize log, which is at debug level:
 # `python3 scripts/timeline.py $OUT/results/fixed-mpi-2gpu.log` shows what each GPU ran when and
 # where it idled. The short table printed last (scripts/scale-summary.py) is the result: GPUs,
@@ -40,9 +40,13 @@ counts=""
 for n in 1 2 4 8 16; do [ "$n" -le "$gpus" ] && counts="$counts $n"; done
 case " $counts " in *" $gpus "*) ;; *) counts="$counts $gpus" ;; esac
 counts="${KF_SCALE_GPUS:-${counts# }}"
-if [ "$gpus" -le 2 ]; then candidates=16 budget=32
-elif [ "$gpus" -le 4 ]; then candidates=24 budget=24
-else candidates=32 budget=24; fi
+# The fixed work is sized so that the seeding phase (the reference and the seeds, recorded with a
+# confirmation each before any proposal starts: ~17 s on one H200, ~9 s on several, since one
+# confirmation cannot be split) is a minor part of every row, as it is of a real run of hours: with
+# 24 candidates it was a third of the one-GPU row (H200 x4, 2026-11-26).
+if [ "$gpus" -le 2 ]; then candidates=48 budget=32
+elif [ "$gpus" -le 4 ]; then candidates=64 budget=24
+else candidates=96 budget=24; fi
 candidates="${KF_SCALE_CANDIDATES:-$candidates}"
 budget="${KF_SCALE_BUDGET:-$budget}"
 deadline="${KF_SCALE_DEADLINE:-430}"
@@ -73,5 +77,12 @@ for log in "$work"/results/archives/scale/*/optimize.log; do
     [ -f "$log" ] && cp "$log" "$out/results/$(basename "$(dirname "$log")").log"
 done
 grep -E "warn|error" "$out/results/bench.log" | head -10
+# What each row waited for (per GPU, from its debug log), then everything in one archive: the device
+# tool brings back at most 8 files.
+for log in "$out"/results/fixed-*.log; do
+    [ -f "$log" ] && { echo "== $(basename "$log" .log)"; python3 "$here/scripts/timeline.py" "$log" | grep -E "^gpu|busy" | head -8; }
+done >"$out/results/timelines.txt" 2>&1
+cp "$out/results/scale.json" "$out/scale.json" 2>/dev/null
+(cd "$out" && tar czf scale-results.tgz results && rm -rf results)
 
-python3 "$here/scripts/scale-summary.py" "$out/results/scale.json"
+python3 "$here/scripts/scale-summary.py" "$out/scale.json"

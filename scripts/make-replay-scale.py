@@ -9,7 +9,7 @@ tasks/softmax_f32 in turn. Each carries a variant number in a test that is never
 duplicate, and so do the compiled binaries, so no measurement is reused from another candidate.
 There are no faults, hangs or wrong kernels: the work is the same on every run.
 
-    python3 scripts/make-replay-scale.py [COUNT]     # default 40 replies
+    python3 scripts/make-replay-scale.py [COUNT]     # default 96 replies
 """
 import json
 import pathlib
@@ -32,7 +32,7 @@ def variant(path, k):
     return marked
 
 
-count = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+count = int(sys.argv[1]) if len(sys.argv) > 1 else 96
 out = root / "tests/fixtures/replay/softmax_f32_scale.jsonl"
 with out.open("w") as f:
     for k in range(1, count + 1):

@@ -151,7 +151,7 @@ void add_optimize_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("--max-lessons", o->max_lessons, "lessons the analyst may write per run (default 20)")
         ->check(whole_number(0, 1000000));
     cmd->add_option("--window", o->window, "items in flight, proposing or being evaluated (default: 2 x --parallel + 2, "
-                                           "at least 2 per GPU + 2); fixes the run's choices across GPU counts")
+                                           "at least 4 per GPU + 2); fixes the run's choices across GPU counts")
         ->check(whole_number(0, 1024));
     cmd->add_option("--mix", o->mix, "parent selection weights exploit,explore,target (default 0.6,0.2,0.2)");
     cmd->add_option("--edit-form", o->edit_form, "whole, diff (SEARCH/REPLACE) or mix (default)")

@@ -54,7 +54,9 @@ struct SearchConfig {
     int islands = 4;
     int parallel = 4;           // language-model calls in flight
     // Items in flight (proposing or evaluating); 0: automatic, 2 * parallel + 2 and at least
-    // 2 * GPUs + 2, so that every GPU has work queued. The window shapes the run's choices (an
+    // 4 * GPUs + 2, so that every GPU has work queued, also while one GPU spends seconds on a
+    // confirmation that the records behind it wait for (on an H200 a confirmation is 5-10 s, a screen
+    // 0.2-1 s; with 2 per GPU, 4 GPUs idled behind one). The window shapes the run's choices (an
     // item is chosen before the items ahead of it are recorded): the same seed, settings and
     // window give the same records on any number of GPUs.
     int window = 0;
@@ -83,7 +85,7 @@ struct SearchConfig {
     // The window for a session over `gpus` GPUs.
     int effective_window(size_t gpus = 1) const
     {
-        return window > 0 ? window : std::max(2 * parallel + 2, 2 * static_cast<int>(gpus) + 2);
+        return window > 0 ? window : std::max(2 * parallel + 2, 4 * static_cast<int>(gpus) + 2);
     }
     // Throws Error(usage) for values that cannot work (no islands, a zero generation, ...).
     void validate() const;

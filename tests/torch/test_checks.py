@@ -23,11 +23,35 @@ class Tolerances(unittest.TestCase):
     def test_a_tiny_error_gets_the_floor_and_a_huge_one_the_cap_with_a_note(self):
         ref = torch.linspace(-1, 1, 101, dtype=torch.float64)
         notes = []
-        self.assertEqual(output_check("out", "f32", [({}, ref.float(), ref)], notes)["atol"], "1e-06 * max_abs_ref")
+        # The absolute floor: four times the rounding of ref to fp32 (at most 2^-25 at |ref| <= 1).
+        atol = output_check("out", "f32", [({}, ref.float(), ref)], notes)["atol"]
+        self.assertRegex(atol, r"^1e-06 \* max_abs_ref \+ [0-9.e-]+$")
+        self.assertLessEqual(float(atol.split(" + ")[1]), 4 * 2 ** -25 * 1.01)
         check = output_check("out", "bf16", [({}, (ref + 0.5).bfloat16(), ref)], notes)
         self.assertEqual(check["atol"], "0.01 * max_abs_ref")
         self.assertEqual(check["rtol"], "0.01")
         self.assertTrue(any("capped at 0.01" in n for n in notes), notes)
+
+    def test_an_output_near_zero_by_cancellation_keeps_an_absolute_floor(self):
+        # A loss of two classes: lse - target logit. Measured where the loss is of ordinary size, the
+        # check must still accept fp32 rounding on inputs where the loss comes out tiny (the run's
+        # secret draws those), which a tolerance relative to |loss| alone rejects.
+        torch.manual_seed(0)
+        samples = []
+        for _ in range(4):
+            logits = torch.randn(64, 2, dtype=torch.float64) * 3
+            targets = torch.randint(0, 2, (64,))
+            ref = torch.nn.functional.cross_entropy(logits, targets)
+            own = torch.nn.functional.cross_entropy(logits.float(), targets)
+            samples.append(({"batch": 64}, own.reshape(1), ref.reshape(1)))
+        check = output_check("loss", "f32", samples, [])
+        k, floor = check["atol"].replace(" * max_abs_ref", "").split(" + ")
+        tiny = torch.tensor([[9.0, -6.5]], dtype=torch.float64)  # the loss is about 1.9e-7
+        ref = torch.nn.functional.cross_entropy(tiny, torch.tensor([0]))
+        own = torch.nn.functional.cross_entropy(tiny.float(), torch.tensor([0])).double()
+        err, size = float((own - ref).abs()), float(ref.abs())
+        self.assertGreater(err, float(k) * size + float(check["rtol"]) * size)  # relative alone rejects it
+        self.assertLessEqual(err, float(k) * size + float(floor) + float(check["rtol"]) * size)
 
     def test_integer_outputs_are_exact_and_a_missing_fp64_run_falls_back_with_a_note(self):
         notes = []
