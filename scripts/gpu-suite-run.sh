@@ -6,7 +6,7 @@
 # with --time 20s, on every GPU of the machine.
 #
 # Two suites of the same problems, each in a fresh folder:
-#   1. shared:   --per-gpu KF_SUITE_PER_GPU (default 3) runs at once on each GPU: the next problems
+#   1. shared:   --per-gpu KF_SUITE_PER_GPU (default 5) runs at once on each GPU: the next problems
 #                start up (torch import, compiles, baselines) while one searches; every piece of
 #                GPU work holds the GPU's measuring lock (docs/suite.md, "Several runs per GPU")
 #   2. alone:    --per-gpu 1, as before sharing existed (skip with KF_SUITE_COMPARE=0)
@@ -24,7 +24,7 @@
 #   PROBLEMS          torch problems (default: those of tests/fixtures/torch/replies/expected.json)
 #   BUNDLED           bundled tasks (default: softmax_f32 layernorm_f32 transpose_f32 reduce_sum_f32)
 #   KF_SUITE_TIME     --time per problem (default 20s)
-#   KF_SUITE_PER_GPU  --per-gpu of the shared run (default 3)
+#   KF_SUITE_PER_GPU  --per-gpu of the shared run (default 5)
 #   KF_SUITE_COMPARE  1 (default): also the --per-gpu 1 run and the comparison; 0: the shared run only
 #   KF_SUITE_BUDGET   seconds each suite may run (default 200): then it is interrupted (SIGINT, as
 #                     Ctrl-C) and a second `suite run` on its folder resumes it for KF_SUITE_RESUME
@@ -43,7 +43,7 @@ problems="${PROBLEMS:-$(python3 -c 'import json; print(" ".join(json.load(open("
 bundled="${BUNDLED:-softmax_f32 layernorm_f32 transpose_f32 reduce_sum_f32}"
 budget="${KF_SUITE_BUDGET:-200}"
 resume_budget="${KF_SUITE_RESUME:-30}"
-per_gpu="${KF_SUITE_PER_GPU:-3}"
+per_gpu="${KF_SUITE_PER_GPU:-5}"
 compare="${KF_SUITE_COMPARE:-1}"
 work="/tmp/kforge-gpu-suite-run"
 start=$(date +%s)
