@@ -91,6 +91,7 @@ private:
     // --- search_schedule.cpp ---
     void schedule();
     std::optional<WorkItem> plan_next();
+    bool seeding_holds_proposals();
     WorkItem plan_proposal(int island);
     void commit_item(const WorkItem& item);
     void reserve(WorkItem& item);

@@ -2,10 +2,20 @@
 //
 // schedule() fills the window of items in flight. The next item is, in this order: a request
 // (seeding items, lessons, meta-prompt rewrites — in the order they were asked for); nothing while
-// the seeding items are still in flight (proposals need elites to start from); else the next island
-// in round robin gets its queued follow-up (a repair or a tune) or a fresh proposal with a parent
-// chosen by selection.hpp. Each item's budget reservation is checked before it is committed;
-// committing applies its side effects (queues, counts) and makes it a Flight.
+// the seeding holds proposals back (below); else the next island in round robin gets its queued
+// follow-up (a repair or a tune) or a fresh proposal with a parent chosen by selection.hpp. Each
+// item's budget reservation is checked before it is committed; committing applies its side effects
+// (queues, counts) and makes it a Flight.
+//
+// Seeding. The first proposals should start from a kernel the task's author wrote, not from the
+// naive reference, so none is planned while the seeding items (the reference, then each seed) are
+// in flight and no recorded seed holds a cell yet. Once one does (seeds are recorded in order, so
+// this is usually the first seed), proposals start while the later seeds are still being confirmed:
+// a confirmation takes seconds of one GPU, and waiting for all of them left the other GPUs idle. A
+// later seed joins the grids when it is recorded, like any candidate; the proposals planned before
+// it do not see it. Without a seed that holds a cell (none, or none correct, or each beaten in its
+// cell by the reference) proposals wait for every seeding item, as they did before. The rule reads
+// the recorded state only (the grids), so the schedule stays a function of the recorded prefix.
 //
 // A fresh proposal may be made two-phase (a planner, then a coder: search_plans.cpp): with
 // --strategy mix that is drawn here, and so is the technique the planner is pointed at
@@ -62,7 +72,7 @@ void SearchLoop::schedule()
     while ((m_stop == StopReason::none || m_stop == StopReason::interrupted) && m_flights.size() < window) {
         std::optional<WorkItem> next = plan_next();
         if (!next)
-            break; // the seeding items must be recorded first
+            break; // the seeding holds proposals back (or nothing else to plan)
         int64_t candidates_in_flight = 0;
         for (const auto& [seq, flight] : m_flights)
             candidates_in_flight += yields_candidate(flight.item.kind) ? 1 : 0;
@@ -95,10 +105,29 @@ std::optional<WorkItem> SearchLoop::plan_next()
         reserve(item);
         return item;
     }
-    for (const auto& [seq, flight] : m_flights)
-        if (flight.item.kind == ItemKind::reference || flight.item.kind == ItemKind::seed)
-            return std::nullopt;
+    if (seeding_holds_proposals())
+        return std::nullopt;
     return plan_proposal(m_state.next_island);
+}
+
+bool SearchLoop::seeding_holds_proposals()
+{
+    bool seeding_in_flight = false;
+    for (const auto& [seq, flight] : m_flights)
+        seeding_in_flight = seeding_in_flight || flight.item.kind == ItemKind::reference || flight.item.kind == ItemKind::seed;
+    if (!seeding_in_flight)
+        return false;
+    // Seeds and the reference are planted on every island with no native island; the reference is
+    // told apart by its origin (only while seeding is in flight: a few look-ups per record).
+    for (const IslandGrid& grid : m_grids)
+        for (const EliteEntry* elite : grid.elites()) {
+            if (elite->native_island >= 0)
+                continue;
+            auto candidate = m_archive.candidate(elite->candidate_id);
+            if (candidate && candidate->origin == Origin::seed)
+                return false;
+        }
+    return true;
 }
 
 WorkItem SearchLoop::plan_proposal(int island)
