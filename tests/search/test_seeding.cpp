@@ -96,14 +96,16 @@ TEST_CASE("proposals are screened on a free GPU while a later seed is still bein
     CHECK(watch.proposals_started_before_record > 0);
     // Records are still in schedule order: the reference and both seeds first.
     CHECK(first_origins(dir / "run.kforge", 3) == std::vector<Origin>{Origin::reference, Origin::seed, Origin::seed});
-    // The first proposals start from what was recorded: the reference or the first seed, which
-    // holds a cell (never the second seed, recorded after they were planned).
+    // The first proposal was planned while the second seed was confirmed: it starts from the first
+    // seed, which holds a cell, and neither from the naive reference (#1), which the grids hold
+    // too, nor from the second seed (#3), not recorded yet; nor is the reference an inspiration.
     Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
     auto first_proposal = archive.candidate(4);
     REQUIRE(first_proposal);
     CHECK(first_proposal->origin == Origin::llm);
-    REQUIRE(first_proposal->parent_id);
-    CHECK(*first_proposal->parent_id <= 2);
+    CHECK(first_proposal->parent_id == std::optional<int64_t>(2));
+    for (int64_t id : first_proposal->inspiration_ids)
+        CHECK(id != 1);
 }
 
 TEST_CASE("a run whose seeds are confirmed slowly on two GPUs records what a run on one GPU without delays "
