@@ -127,7 +127,7 @@ private:
 
     // --- the runs on the GPU lanes (cmd_suite_runner_lanes.cpp) ---
     // A step of run(): gives every lane with a free place the next problem it can run, level by
-    // level, and ends the window of each lane that found none.
+    // level; a lane with a free place ends its window once no problem is left to start.
     void start_runs();
     // Starts the first problem `lane` can run; false when there is none.
     bool start_run_on(Lane& lane);
