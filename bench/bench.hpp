@@ -72,7 +72,7 @@ struct SuiteBenchSettings {
                                       "reduce_sum_f32", "transpose_f32", "sgemm_f32",     "hgemm_bf16",
                                       "spmv_csr_f32", "jacobi2d_f32",  "histogram_u8",  "scan_u32"};
     std::vector<int> gpu_counts = {1, 2, 4, 8};
-    std::vector<int> runs_per_gpu = {1, 2}; // --per-gpu values measured at each GPU count
+    std::vector<int> runs_per_gpu = {1, 5}; // --per-gpu values measured: one at a time, and the default
     std::string time = "30s";      // --time of every problem
     std::string archive_dir = "bench-archives/suite";
 };

@@ -1,8 +1,9 @@
 // `kforge_bench suite`: problems per hour of `kforge suite run` against the number of GPUs and the
 // number of runs sharing each GPU.
 //
-// For each GPU count the machine has (1, 2, 4, 8 by default) and each --per-gpu value (1 and 2 by
-// default: one run per GPU at a time, or the next run starting up while one searches), this runs
+// For each GPU count the machine has (1, 2, 4, 8 by default) and each --per-gpu value (1 and 5 by
+// default: one run per GPU at a time, or suite run's default, the next runs starting up while one
+// searches), this runs
 // the real command a user runs — `kforge suite run TASK... -o DIR --model builtin --time T --gpus N
 // --per-gpu P --json` — on the same bundled tasks into a fresh suite folder, and reads back its
 // --json output: the problems done, the wall time measured from outside (imports, startups and the

@@ -8,48 +8,19 @@
 // takes the next compiled candidate and evaluates it whole (gpu_slot.hpp). While the GPUs work, the
 // next candidates compile, so no GPU waits on the compiler when work is queued.
 //
-// Scheduling. A job may name the GPU it prefers (EvalOptions::gpu: a confirmation prefers the GPU
-// its screen ran on): that GPU takes it when idle; when it is busy, any idle GPU of the same model
-// does, since the job is measured whole where it runs (a confirmation times the reference
-// interleaved with the candidate) and GPUs of one model stand in for each other (the memo relies on
-// it too). A GPU of another model never takes it. Waiting for the preferred GPU cost whole seconds
-// of the other GPUs' time on a real two-GPU machine: the search records in order, so the job the
-// head of the line waits for held back everything behind it. Among idle GPUs that may take a job,
-// the preferred one first, then the one idle longest, which spreads work evenly. A GPU whose line is lost (its MPI
-// rank died, its worker cannot be started) puts its job back at the head of the queue and leaves
-// the session; the others carry on. With no GPU left, collect() throws: the run stops, resumable.
-// Waiting jobs are taken lowest ticket first (callers number jobs in the order they need them: the
-// search records in order), also between a sweep's variants, so the job holding everything up never
-// waits behind later ones. An idle GPU weighs the variants of running sweeps by the same rule: it
-// helps with an earlier sweep before it takes a later job (taking the job first left the earlier
-// sweep queued behind its own busy GPU). A sweep's own GPU that leaves between variants for an
-// earlier job (a confirmation: seconds on a real GPU) leaves its final step on the board as well,
-// so the GPU that finishes the variants also times the winner and delivers the evaluation, rather
-// than idle while the sweep waits for its owner (sweep_board.hpp). A job the caller withdraws
-// (a confirmation started early and found unneeded) leaves the queue unless a GPU has it already.
-// Local GPUs and other ranks' GPUs are slots alike: nothing here depends on where a GPU is. Every
-// variant run goes through the measurement memo of its GPU's model (measurement_memo.hpp), so a
-// point measured before is not measured again.
+// Scheduling (which waiting job or running sweep a free GPU takes) is stated in gpu_evaluator.hpp
+// and done by the GPU threads in gpu_schedule.cpp; this file holds the evaluator's lifecycle and
+// its CandidateEvaluator interface.
+#include "evaluator/gpu_evaluator.hpp"
+
 #include <algorithm>
-#include <atomic>
-#include <map>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <set>
-#include <thread>
+#include <filesystem>
 
 #include <fmt/format.h>
 
-#include "evaluator/compile/compile.hpp"
-#include "evaluator/evaluator.hpp"
 #include "evaluator/gpu_client.hpp"
-#include "evaluator/gpu_devices.hpp"
 #include "evaluator/gpu_prepare.hpp"
 #include "evaluator/gpu_remote.hpp"
-#include "evaluator/gpu_slot.hpp"
-#include "evaluator/measurement_memo.hpp"
-#include "evaluator/sweep_board.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -63,84 +34,7 @@ namespace {
 uint64_t job_ticket(const EvalJob& job) { return job.ticket; }
 uint64_t job_ticket(const PreparedJob& job) { return job.job.ticket; }
 
-// For the debug log's timeline lines (util/log.hpp, scripts/timeline.py).
-const char* job_kind(const EvalOptions& options)
-{
-    return options.confirm ? "confirm" : options.held_out ? "held_out" : "screen";
-}
-
-enum class SlotState { starting, ready, failed, lost };
-
-struct SlotEntry {
-    std::unique_ptr<GpuSlot> slot;
-    SlotState state = SlotState::starting;
-    std::string failure;               // why it failed to start
-    bool busy = false;
-    EvalClock::time_point idle_since = EvalClock::now();
-};
-
-class GpuEvaluator final : public CandidateEvaluator
-{
-public:
-    GpuEvaluator(const Task& task, const EvaluatorConfig& config);
-    ~GpuEvaluator() override;
-
-    void submit(EvalJob job) override;
-    void withdraw(uint64_t ticket) override;
-    std::vector<EvalResult> collect(std::chrono::milliseconds wait) override;
-    size_t pending() const override;
-    double gpu_busy_fraction() const override;
-    std::vector<GpuUsage> gpu_usage() const override;
-    Json environment() const override { return m_environment; }
-    std::vector<Measurement> baselines() const override { return m_primary->baselines(); }
-    std::vector<VendorBaselineStatus> vendor_baselines() const override { return m_primary->vendor(); }
-    std::string activity() const override;
-    std::string check_program(const std::vector<std::string>& sets) override;
-
-private:
-    void add_gpus();
-    void add_remote_gpus();
-    void add_slot(const VisibleGpu& gpu, const std::string& host, int rank, std::unique_ptr<GpuLink> link);
-    void start_slots(const Json& setup);
-    void describe_environment();
-    void slot_loop(size_t index, Json setup);
-    std::optional<size_t> job_for(size_t index) const;
-    bool may_run_on(size_t index, const PreparedJob& job) const;
-    bool idle_and_allowed(size_t index, const PreparedJob& job) const;
-    bool may_take(size_t index, const PreparedJob& job) const;
-    void run_job(size_t index, PreparedJob& prepared);
-    void serve_earlier_jobs(size_t index, uint64_t ticket);
-    void offer_sweep(const std::shared_ptr<SweepBoard>& board);
-    std::shared_ptr<SweepBoard> sweep_to_help(size_t index);
-    void help_sweep(size_t index, SweepBoard& board);
-    void finish_sweep_for_owner(size_t index, SweepBoard& board);
-    void deliver(const PreparedJob& prepared, Evaluation evaluation);
-    void prepare_loop();
-    void finish(uint64_t ticket, Evaluation evaluation);
-    void stop_threads();
-
-    const Task& m_task;
-    EvaluatorConfig m_config;
-    std::map<std::string, std::unique_ptr<MeasurementMemo>> m_memos; // by GPU model; outlives the slots
-    std::vector<SlotEntry> m_slots;     // fixed once the constructor returns; guarded by m_mutex
-    const GpuSlot* m_primary = nullptr; // the first GPU that started: the run record's device
-    std::vector<std::string> m_arches;  // distinct archs of the started GPUs
-    Json m_environment;
-    std::unique_ptr<CompilePool> m_pool;
-
-    mutable std::mutex m_mutex;
-    std::condition_variable m_work_ready;
-    std::condition_variable m_done_ready;
-    std::deque<EvalJob> m_incoming;
-    std::deque<PreparedJob> m_compiled;
-    std::vector<std::shared_ptr<SweepBoard>> m_sweeps; // sweeps running, that idle GPUs may help with
-    std::vector<EvalResult> m_done;
-    std::set<uint64_t> m_withdrawn; // withdrawn while being compiled, running or done
-    size_t m_pending = 0;
-    bool m_stopping = false;
-    std::vector<std::thread> m_threads;
-    std::atomic<int64_t> m_compiling{0}; // param points being compiled now
-};
+} // namespace
 
 GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_task(task), m_config(config)
 {
@@ -394,200 +288,6 @@ void GpuEvaluator::finish(uint64_t ticket, Evaluation evaluation)
     m_done_ready.notify_all();
 }
 
-// May `job` run on slot `index` at all? Not on a GPU of another model than the one it prefers, while
-// a GPU of that model serves.
-bool GpuEvaluator::may_run_on(size_t index, const PreparedJob& job) const
-{
-    const SlotEntry& entry = m_slots[index];
-    if (entry.state != SlotState::ready)
-        return false;
-    const auto& wanted = job.job.options.gpu;
-    if (!wanted || entry.slot->identity().name == wanted->name)
-        return true;
-    return std::none_of(m_slots.begin(), m_slots.end(), [&](const SlotEntry& other) {
-        return other.state == SlotState::ready && other.slot->identity().name == wanted->name;
-    });
-}
-
-bool GpuEvaluator::idle_and_allowed(size_t index, const PreparedJob& job) const
-{
-    return !m_slots[index].busy && may_run_on(index, job);
-}
-
-// May idle slot `index` take `job` now? Not when the GPU the job prefers is idle and is another, nor
-// when another idle GPU that may take it has waited longer.
-bool GpuEvaluator::may_take(size_t index, const PreparedJob& job) const
-{
-    if (!idle_and_allowed(index, job))
-        return false;
-    if (const auto& wanted = job.job.options.gpu) {
-        bool preferred = m_slots[index].slot->identity() == *wanted;
-        for (size_t i = 0; i < m_slots.size(); ++i)
-            if (i != index && idle_and_allowed(i, job) && m_slots[i].slot->identity() == *wanted)
-                return false;
-        if (preferred)
-            return true;
-    }
-    for (size_t i = 0; i < m_slots.size(); ++i)
-        if (i != index && idle_and_allowed(i, job) && m_slots[i].idle_since < m_slots[index].idle_since)
-            return false;
-    return true;
-}
-
-// The waiting job slot `index` should take: the lowest ticket among those it may take.
-std::optional<size_t> GpuEvaluator::job_for(size_t index) const
-{
-    std::optional<size_t> pick;
-    for (size_t j = 0; j < m_compiled.size(); ++j)
-        if ((!pick || m_compiled[j].job.ticket < m_compiled[*pick].job.ticket) && may_take(index, m_compiled[j]))
-            pick = j;
-    return pick;
-}
-
-// Evaluates `prepared` on slot `index` and reports the result. A lost GPU puts the job back at the
-// head of the queue and throws GpuLostError on.
-void GpuEvaluator::run_job(size_t index, PreparedJob& prepared)
-{
-    GpuSlot& slot = *m_slots[index].slot;
-    log_debug("timeline {:.3f} {} begin job {} {}", log_clock_s(), slot.identity().label(), prepared.job.ticket,
-              job_kind(prepared.job.options));
-    std::optional<Evaluation> evaluation;
-    try {
-        evaluation = slot.evaluate(prepared, [&] { serve_earlier_jobs(index, prepared.job.ticket); },
-                                   [&](const std::shared_ptr<SweepBoard>& board) { offer_sweep(board); });
-    } catch (const GpuLostError& e) {
-        if (!e.job_delivered()) {
-            std::lock_guard lock(m_mutex);
-            m_compiled.push_front(std::move(prepared));
-        }
-        throw;
-    } catch (const std::exception& e) {
-        // The per-candidate wrapper: nothing a candidate does may stop the pipeline.
-        evaluation = Evaluation{};
-        evaluation->verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
-                                                                              "candidate: {}", e.what())};
-    }
-    log_debug("timeline {:.3f} {} end job {} {}", log_clock_s(), slot.identity().label(), prepared.job.ticket,
-              job_kind(prepared.job.options));
-    if (evaluation) // else a helper finished the sweep and delivered it (help_sweep)
-        deliver(prepared, std::move(*evaluation));
-}
-
-void GpuEvaluator::deliver(const PreparedJob& prepared, Evaluation evaluation)
-{
-    evaluation.eval_seconds = std::chrono::duration<double>(EvalClock::now() - prepared.started).count();
-    finish(prepared.job.ticket, std::move(evaluation));
-}
-
-// Between the variants of a sweep on slot `index`: runs here any waiting job with a lower ticket
-// than `ticket` (a confirmation of the item the search waits to record, say) that may run on this
-// GPU and that no idle GPU could take instead.
-void GpuEvaluator::serve_earlier_jobs(size_t index, uint64_t ticket)
-{
-    for (;;) {
-        PreparedJob earlier;
-        {
-            std::lock_guard lock(m_mutex);
-            if (m_stopping)
-                return;
-            std::optional<size_t> pick;
-            for (size_t j = 0; j < m_compiled.size(); ++j) {
-                const PreparedJob& job = m_compiled[j];
-                if (job.job.ticket >= ticket || (pick && job.job.ticket >= m_compiled[*pick].job.ticket) ||
-                    !may_run_on(index, job))
-                    continue;
-                bool other_idle = false;
-                for (size_t i = 0; i < m_slots.size() && !other_idle; ++i)
-                    other_idle = i != index && idle_and_allowed(i, job);
-                if (!other_idle)
-                    pick = j;
-            }
-            if (!pick)
-                return;
-            earlier = std::move(m_compiled[*pick]);
-            m_compiled.erase(m_compiled.begin() + static_cast<std::ptrdiff_t>(*pick));
-        }
-        m_work_ready.notify_all(); // this GPU's own sweep is open to idle GPUs meanwhile, final step included
-        run_job(index, earlier);
-    }
-}
-
-// A sweep that has started: idle GPUs of its model may take its variants (sweep_board.hpp).
-void GpuEvaluator::offer_sweep(const std::shared_ptr<SweepBoard>& board)
-{
-    {
-        std::lock_guard lock(m_mutex);
-        m_sweeps.push_back(board);
-    }
-    m_work_ready.notify_all();
-}
-
-// The sweep idle slot `index` may help with: the lowest ticket among those of its GPU model with a
-// variant nobody has claimed. Called with m_mutex held; forgets sweeps with nothing left to claim.
-std::shared_ptr<SweepBoard> GpuEvaluator::sweep_to_help(size_t index)
-{
-    std::erase_if(m_sweeps, [](const std::shared_ptr<SweepBoard>& b) { return b->finished(); });
-    if (m_slots[index].state != SlotState::ready)
-        return nullptr;
-    std::shared_ptr<SweepBoard> pick;
-    for (const auto& board : m_sweeps)
-        if (board->model() == m_slots[index].slot->identity().name && (!pick || board->ticket() < pick->ticket()) &&
-            board->has_helper_work())
-            pick = board;
-    return pick;
-}
-
-// Runs one variant of another GPU's sweep on slot `index`, or, when every variant is done while
-// that GPU runs an earlier job, the sweep's final step, delivering the job's evaluation. A lost
-// GPU gives the variant or the step back and throws GpuLostError on; any other failure is the
-// variant's or the job's verdict.
-void GpuEvaluator::help_sweep(size_t index, SweepBoard& board)
-{
-    std::optional<size_t> claimed = board.claim();
-    if (!claimed) {
-        if (board.claim_final_step())
-            finish_sweep_for_owner(index, board);
-        return;
-    }
-    VariantResult result;
-    log_debug("timeline {:.3f} {} begin variant {}:{}", log_clock_s(), m_slots[index].slot->identity().label(),
-              board.ticket(), *claimed);
-    try {
-        result = m_slots[index].slot->screen_variant(board.variant(*claimed), board.plan());
-    } catch (const GpuLostError&) {
-        board.release(*claimed);
-        throw;
-    } catch (const std::exception& e) {
-        result.params = board.variant(*claimed).params;
-        result.from_worker = false;
-        result.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this variant: {}", e.what())};
-    }
-    board.finish(*claimed, std::move(result), true);
-    log_debug("timeline {:.3f} {} end variant {}:{}", log_clock_s(), m_slots[index].slot->identity().label(),
-              board.ticket(), *claimed);
-}
-
-void GpuEvaluator::finish_sweep_for_owner(size_t index, SweepBoard& board)
-{
-    GpuSlot& slot = *m_slots[index].slot;
-    log_debug("timeline {:.3f} {} begin final {}", log_clock_s(), slot.identity().label(), board.ticket());
-    Evaluation evaluation;
-    try {
-        evaluation = slot.finish_sweep(board);
-    } catch (const GpuLostError&) {
-        board.release_final_step();
-        throw;
-    } catch (const std::exception& e) {
-        evaluation.verdict = Verdict{VerdictKind::runtime_error, fmt::format("kforge could not evaluate this "
-                                                                             "candidate: {}", e.what())};
-    }
-    log_debug("{}: finished the sweep of job {} while its own GPU ran an earlier job", slot.identity().label(),
-              board.ticket());
-    log_debug("timeline {:.3f} {} end final {}", log_clock_s(), slot.identity().label(), board.ticket());
-    deliver(board.job(), std::move(evaluation));
-    board.final_step_delivered(); // last: the owner keeps the job alive until now
-}
-
 std::string GpuEvaluator::check_program(const std::vector<std::string>& sets)
 {
     GpuSlot* slot = nullptr;
@@ -622,80 +322,6 @@ std::string GpuEvaluator::activity() const
     return join(parts, ", ");
 }
 
-void GpuEvaluator::slot_loop(size_t index, Json setup)
-{
-    GpuSlot& slot = *m_slots[index].slot;
-    std::string failure;
-    try {
-        slot.start(setup);
-    } catch (const std::exception& e) {
-        failure = e.what();
-    }
-    {
-        std::lock_guard lock(m_mutex);
-        m_slots[index].state = failure.empty() ? SlotState::ready : SlotState::failed;
-        m_slots[index].failure = failure;
-        m_slots[index].idle_since = EvalClock::now();
-    }
-    m_work_ready.notify_all();
-    while (failure.empty()) {
-        PreparedJob prepared;
-        std::shared_ptr<SweepBoard> board;
-        {
-            std::unique_lock lock(m_mutex);
-            std::optional<size_t> next;
-            auto idle_from = EvalClock::now();
-            m_work_ready.wait(lock, [&] {
-                if (m_stopping)
-                    return true;
-                next = job_for(index);
-                board = sweep_to_help(index);
-                return next || board;
-            });
-            if (m_stopping)
-                break;
-            log_debug("{} waited {:.3f} s for work ({} job{} to compile, {} compiled)", slot.identity().label(),
-                      std::chrono::duration<double>(EvalClock::now() - idle_from).count(), m_incoming.size(),
-                      m_incoming.size() == 1 ? "" : "s", m_compiled.size());
-            // Lowest ticket first, between waiting jobs and running sweeps alike: a later job taken
-            // while the variants of an earlier sweep wait for its busy GPU holds up the earlier one.
-            if (next && board && board->ticket() < m_compiled[*next].job.ticket)
-                next.reset();
-            if (next) {
-                board.reset();
-                prepared = std::move(m_compiled[*next]);
-                m_compiled.erase(m_compiled.begin() + static_cast<std::ptrdiff_t>(*next));
-            }
-            m_slots[index].busy = true;
-        }
-        m_work_ready.notify_all(); // the next idle GPU in line may now take a job
-        try {
-            if (board)
-                help_sweep(index, *board);
-            else
-                run_job(index, prepared);
-        } catch (const GpuLostError& e) {
-            log_warn("{}; {} goes back to the other GPUs", e.what(), board ? "the sweep variant it ran" : "its candidate");
-            {
-                std::lock_guard lock(m_mutex);
-                m_slots[index].state = SlotState::lost;
-                m_slots[index].busy = false;
-                slot.mark_lost();
-            }
-            m_work_ready.notify_all();
-            m_done_ready.notify_all();
-            break;
-        }
-        {
-            std::lock_guard lock(m_mutex);
-            m_slots[index].busy = false;
-            m_slots[index].idle_since = EvalClock::now();
-        }
-        m_work_ready.notify_all();
-    }
-    slot.stop(); // on this thread, which started the worker
-}
-
 void GpuEvaluator::prepare_loop()
 {
     for (;;) {
@@ -724,8 +350,6 @@ void GpuEvaluator::prepare_loop()
         m_work_ready.notify_all();
     }
 }
-
-} // namespace
 
 std::unique_ptr<CandidateEvaluator> make_gpu_evaluator(const Task& task, const EvaluatorConfig& config)
 {

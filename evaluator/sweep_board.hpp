@@ -1,5 +1,5 @@
 // The variants of one param sweep, shared between the GPU that runs the sweep and idle GPUs of the
-// same model that help with it (evaluator-internal; gpu_evaluator.cpp, gpu_slot_evaluate.cpp).
+// same model that help with it (evaluator-internal; gpu_schedule.cpp, gpu_slot_evaluate.cpp).
 //
 // Why. A GPU evaluates a candidate whole, its sweep variant by variant. When fewer candidates are
 // waiting than there are GPUs (the end of a run, a search whose next items wait for the one at the
@@ -11,7 +11,7 @@
 // changes nothing in what the sweep decides.
 //
 // The final step. Between its variants the sweep's own GPU may leave to run an earlier job (the
-// confirmation the search waits for, say; gpu_evaluator.cpp). Such a job can take seconds, and on
+// confirmation the search waits for, say; gpu_schedule.cpp). Such a job can take seconds, and on
 // two GPUs the other one then finished the variants and idled, or took later work, while the sweep
 // waited for its owner to time the winner: on a real two-GPU run the job behind it held up every
 // record after it. So while the owner is away, the final step itself (timing the winner, the

@@ -1,4 +1,4 @@
-// What a suite's child runs leave behind, read by the supervisor (cmd_suite_runner.cpp): the GPU
+// What a suite's child runs leave behind, read by the supervisor (cmd_suite_runner*.cpp): the GPU
 // time and dollars an archive records, the error a child logged, the stop reason of its summary.
 #include "cli/suite_child_outputs.hpp"
 

@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/suite_child_outputs.hpp"
 #include "cli/suite_gpu_use.hpp"
 #include "cli/suite_manifest.hpp"
 #include "cli/suite_plan.hpp"
@@ -103,29 +104,35 @@ private:
         bool fast1 = false; // correct and faster than its first baseline (torch eager, or its reference)
     };
 
-    // --- the steps of run() ---
+    // --- the steps of run() (cmd_suite_runner.cpp) ---
     void take_stock();
     void reap();
     void start_imports();
-    void start_runs();
     void refresh_usage(bool force);
     void begin_stop();
     bool nothing_left() const;
     SuiteStatus status() const;
 
-    // --- helpers ---
+    // --- helpers (cmd_suite_runner.cpp) ---
     bool in_shard(const SuiteProblem& problem) const;
     bool is_active(const std::string& id) const;
     bool may_start(const SuiteProblem& problem) const;
-    bool start_run_on(Lane& lane);
     void start_import(const SuiteProblem& problem, FileLock claim);
     void end_import(Active& active);
-    void end_run(Active& active);
     // Records an outcome decided without a child (finished, skipped or failed at planning).
     void settle(const SuiteProblem& problem, ProblemState state, const std::string& reason, bool ran);
     void report_done(const std::string& id, const std::string& how);
     void save_run_record();
     double since_start() const;
+
+    // --- the runs on the GPU lanes (cmd_suite_runner_lanes.cpp) ---
+    // A step of run(): gives every lane with a free place the next problem it can run, level by
+    // level; a lane with a free place ends its window once no problem is left to start.
+    void start_runs();
+    // Starts the first problem `lane` can run; false when there is none.
+    bool start_run_on(Lane& lane);
+    // A run's child ended: the lane's accounting and the manifest's outcome, then the claim goes.
+    void end_run(Active& active);
     std::filesystem::path share_dir() const; // SUITE_DIR/gpus: the GPUs' shared locks and logs
     std::vector<std::pair<std::string, std::string>> child_environment() const;
 
@@ -143,6 +150,32 @@ private:
     std::string m_token;               // tells this process's record in "runs" from others
     bool m_stopping = false;
     int64_t m_done_here = 0;           // problems this process settled
+};
+
+// A child of the runner: a problem's run or its import (shared by the runner's two files).
+struct SuiteRunner::Active {
+    std::string id;
+    bool import = false;
+    ChildProcess child;
+    FileLock claim;
+    Lane* lane = nullptr;
+    std::string command;
+    std::chrono::steady_clock::time_point started;
+    ArchiveUse before;   // what the archive held when this session started
+    ArchiveUse now;
+    uintmax_t log_offset = 0;
+};
+
+// One GPU of this process and the runs on it (cmd_suite_runner_lanes.cpp).
+struct SuiteRunner::Lane {
+    Lane(VisibleGpu gpu_, const std::filesystem::path& share_dir);
+    VisibleGpu gpu;
+    std::string label;             // "gpu1"
+    std::vector<Active*> runs;     // its children now, at most per_gpu
+    double search_done = 0;        // the searches' time of its sessions that ended
+    std::optional<double> window_end; // seconds after the start when it found no problem left
+    int64_t problems = 0;
+    SuiteGpuUse use;
 };
 
 } // namespace kforge
