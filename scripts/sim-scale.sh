@@ -12,7 +12,9 @@
 # confirm=24, profile=4, held_out=1, baselines=12 units. Timings are noisy (1%), and the fixed-work
 # candidates, near-copies of four kernels, tie as they do on GPUs (landscape "plan"). One CUBIN
 # cache serves every row, warmed first: on a machine of two cores NVRTC, not the GPUs, would set the
-# pace. KF_SIM_UNIT_MS, KF_SIM_COSTS, KF_SIM_NOISE override the calibration. Writes $OUT (default
+# pace. KF_SIM_UNIT_MS, KF_SIM_COSTS, KF_SIM_NOISE override the calibration; KF_SCALE_CANDIDATES
+# (fixed work: 16 up to 2 GPUs, 24 on 4, 32 beyond) and KF_SCALE_BUDGET (builtin rows: 24) the
+# work, as in scripts/gpu-scale.sh (whose GPU defaults are larger). Writes $OUT (default
 # /tmp/kforge-sim-scale): the bench's md/json, scale.json, each row's optimize.log (with the
 # timeline: python3 scripts/timeline.py FILE), and prints the short table last.
 set -uo pipefail
@@ -27,6 +29,8 @@ max=1
 for n in "${counts[@]}"; do [ "$n" -gt "$max" ] && max=$n; done
 # As scripts/gpu-scale.sh: more work for more GPUs, so that the run is not all start and end.
 if [ "$max" -le 2 ]; then candidates=16; elif [ "$max" -le 4 ]; then candidates=24; else candidates=32; fi
+candidates="${KF_SCALE_CANDIDATES:-$candidates}"
+budget="${KF_SCALE_BUDGET:-24}"
 for f in "$kforge" "$bench"; do
     [ -x "$f" ] || { echo "sim-scale: $f is missing; build first (cmake --build --preset dev)"; exit 1; }
 done
@@ -46,7 +50,7 @@ command -v mpirun >/dev/null || mpirun_arg=(--mpirun "")
 echo "sim-scale: ${counts[*]} simulated GPUs, $KFORGE_SIMULATE_GPU_MS ms a unit, costs $KFORGE_SIMULATE_GPU_COSTS," \
      "noise $KFORGE_SIMULATE_GPU_NOISE; kforge: $kforge"
 "$bench" --kforge "$kforge" all --section scale --out "$out" --gpu-counts "${counts[@]}" --scale-candidates "$candidates" \
-    --scale-budget 24 --scale-shared-cache "$out/cache" "${mpirun_arg[@]}" >"$out/bench.md" 2>"$out/bench.log"
+    --scale-budget "$budget" --scale-shared-cache "$out/cache" "${mpirun_arg[@]}" >"$out/bench.md" 2>"$out/bench.log"
 rc=$?
 echo "kforge_bench rc=$rc"
 cp "$out"/archives/scale/scale.json "$out/" 2>/dev/null

@@ -246,14 +246,15 @@ Json SimulatedGpu::run_variant(const Json& request)
     if (!m_task)
         return Json{{"ok", false}, {"error", "run_variant before setup"}};
     std::string timing = request.value("timing", "quick");
-    MeasuringLock::Hold hold = m_share.hold("variant");
-    spend((request.value("verify_tests", false) ? m_costs.verify : 0.0) +
-          (timing == "confirm" ? m_costs.confirm : timing == "none" ? 0.0 : m_costs.screen) +
-          (request.value("profile", false) ? m_costs.profile : 0.0) +
-          (request.value("verify_held_out", false) ? m_costs.held_out : 0.0));
     const auto& cubin = request.at("cubin").get_binary();
     std::string identity = m_plan_landscape ? request.at("plan").dump() : std::string(cubin.begin(), cubin.end());
     uint64_t h = hash64(identity, hash64(request.at("params").dump()));
+    double confirm = m_costs.confirm * (1 + m_costs.confirm_spread * static_cast<double>(hash64(identity, 7) % 1000) / 1000.0);
+    MeasuringLock::Hold hold = m_share.hold("variant");
+    spend((request.value("verify_tests", false) ? m_costs.verify : 0.0) +
+          (timing == "confirm" ? confirm : timing == "none" ? 0.0 : m_costs.screen) +
+          (request.value("profile", false) ? m_costs.profile : 0.0) +
+          (request.value("verify_held_out", false) ? m_costs.held_out : 0.0));
     auto verdict = [](const char* kind, const std::string& message) {
         return Json{{"kind", kind}, {"message", message}};
     };
@@ -303,7 +304,8 @@ SimulatedCosts parse_simulated_costs(const std::string& spec)
     SimulatedCosts costs;
     std::map<std::string, double*> fields{{"verify", &costs.verify},   {"screen", &costs.screen},
                                           {"confirm", &costs.confirm}, {"profile", &costs.profile},
-                                          {"held_out", &costs.held_out}, {"baselines", &costs.baselines}};
+                                          {"held_out", &costs.held_out}, {"baselines", &costs.baselines},
+                                          {"confirm_spread", &costs.confirm_spread}};
     for (const auto& pair : split(trim(spec), ',')) {
         if (trim(pair).empty())
             continue;
@@ -312,7 +314,7 @@ SimulatedCosts parse_simulated_costs(const std::string& spec)
         auto field = fields.find(name);
         if (equals == std::string::npos || field == fields.end())
             fail(ErrorKind::usage, "{}={}: '{}' is not NAME=UNITS with NAME one of verify, screen, confirm, profile, "
-                 "held_out, baselines", k_simulate_gpu_costs_env, spec, trim(pair));
+                 "held_out, baselines, confirm_spread", k_simulate_gpu_costs_env, spec, trim(pair));
         std::string value = trim(pair.substr(equals + 1));
         char* end = nullptr;
         double units = value.empty() ? -1 : std::strtod(value.c_str(), &end);

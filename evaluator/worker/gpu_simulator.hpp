@@ -28,7 +28,10 @@
 //   KFORGE_SIMULATE_GPU_COSTS=verify=0.5,screen=0.5,confirm=24,profile=4,held_out=1,baselines=12
 //
 // (verify: the test shapes; screen: a sweep or quick timing; confirm: a confirmation timing;
-// profile; held_out; baselines: timing the reference when a GPU starts).
+// profile; held_out; baselines: timing the reference when a GPU starts). confirm_spread (default 0)
+// makes a confirmation's length a property of the kernel, as on a GPU, where it runs until the
+// spread is small: its units are confirm x (1 + confirm_spread x f), f in [0, 1) from the variant's
+// hash (on an H200 the softmax seeds' confirmations took 5.0 s and 8.1 s, the same in every run).
 //
 // Real timings are noisy, and a search whose candidates tie (the fixed work of `kforge_bench scale`:
 // copies of four kernels) decides by noise which ones to confirm. Two more variables bring that in:
@@ -70,6 +73,7 @@ struct SimulatedCosts {
     double profile = 1.0;
     double held_out = 0.5;
     double baselines = 2.5; // timing the reference as a GPU starts
+    double confirm_spread = 0; // a confirmation: confirm x (1 + confirm_spread x [0, 1) per kernel)
 };
 
 inline constexpr const char* k_simulate_gpu_noise_env = "KFORGE_SIMULATE_GPU_NOISE";

@@ -2,10 +2,22 @@
 //
 // schedule() fills the window of items in flight. The next item is, in this order: a request
 // (seeding items, lessons, meta-prompt rewrites — in the order they were asked for); nothing while
-// the seeding items are still in flight (proposals need elites to start from); else the next island
-// in round robin gets its queued follow-up (a repair or a tune) or a fresh proposal with a parent
-// chosen by selection.hpp. Each item's budget reservation is checked before it is committed;
-// committing applies its side effects (queues, counts) and makes it a Flight.
+// the seeding holds proposals back (below); else the next island in round robin gets its queued
+// follow-up (a repair or a tune) or a fresh proposal with a parent chosen by selection.hpp. Each
+// item's budget reservation is checked before it is committed; committing applies its side effects
+// (queues, counts) and makes it a Flight.
+//
+// Seeding. The first proposals should start from a kernel the task's author wrote, not from the
+// naive reference, so none is planned while the seeding items (the reference, then each seed) are
+// in flight and no recorded seed holds a cell yet. Once one does (seeds are recorded in order, so
+// this is usually the first seed), proposals start while the later seeds are still being confirmed:
+// a confirmation takes seconds of one GPU, and waiting for all of them left the other GPUs idle
+// (2 x H200: one GPU idle 3.7 s of a 40 s run). Until the last seeding item is recorded, parents
+// and inspirations are drawn from the recorded seeds that hold a cell only, never the reference;
+// a later seed joins the grids when it is recorded, like any candidate. Without a seed that holds
+// a cell (no seeds, none correct, or each beaten in its cell by the reference) proposals wait for
+// every seeding item, as they always did. The rule reads the recorded grids only, so the schedule
+// stays a function of the recorded prefix.
 //
 // A fresh proposal may be made two-phase (a planner, then a coder: search_plans.cpp): with
 // --strategy mix that is drawn here, and so is the technique the planner is pointed at
@@ -62,7 +74,7 @@ void SearchLoop::schedule()
     while ((m_stop == StopReason::none || m_stop == StopReason::interrupted) && m_flights.size() < window) {
         std::optional<WorkItem> next = plan_next();
         if (!next)
-            break; // the seeding items must be recorded first
+            break; // the seeding holds proposals back (or nothing else to plan)
         int64_t candidates_in_flight = 0;
         for (const auto& [seq, flight] : m_flights)
             candidates_in_flight += yields_candidate(flight.item.kind) ? 1 : 0;
@@ -95,10 +107,31 @@ std::optional<WorkItem> SearchLoop::plan_next()
         reserve(item);
         return item;
     }
+    m_seed_parents.clear();
     for (const auto& [seq, flight] : m_flights)
-        if (flight.item.kind == ItemKind::reference || flight.item.kind == ItemKind::seed)
-            return std::nullopt;
+        if (flight.item.kind == ItemKind::reference || flight.item.kind == ItemKind::seed) {
+            m_seed_parents = seeds_holding_cells();
+            if (m_seed_parents.empty())
+                return std::nullopt; // no seed to start from yet
+            break;
+        }
     return plan_proposal(m_state.next_island);
+}
+
+std::set<int64_t> SearchLoop::seeds_holding_cells()
+{
+    // Seeds and the reference are planted with no native island; the reference is told apart by its
+    // origin (looked up only while seeding items are in flight: a few per record).
+    std::set<int64_t> seeds;
+    for (const IslandGrid& grid : m_grids)
+        for (const EliteEntry* elite : grid.elites()) {
+            if (elite->native_island >= 0 || seeds.count(elite->candidate_id))
+                continue;
+            auto candidate = m_archive.candidate(elite->candidate_id);
+            if (candidate && candidate->origin == Origin::seed)
+                seeds.insert(elite->candidate_id);
+        }
+    return seeds;
 }
 
 WorkItem SearchLoop::plan_proposal(int island)
@@ -107,7 +140,16 @@ WorkItem SearchLoop::plan_proposal(int island)
     item.seq = m_state.next_seq;
     item.island = island;
     item.generation = m_state.generation;
-    const IslandGrid& grid = m_grids[static_cast<size_t>(island)];
+    const IslandGrid* grid_ptr = &m_grids[static_cast<size_t>(island)];
+    IslandGrid seeds_only; // while seeding is in flight: the seeds that hold a cell, not the reference
+    if (!m_seed_parents.empty()) {
+        for (const EliteEntry* elite : grid_ptr->elites())
+            if (m_seed_parents.count(elite->candidate_id))
+                seeds_only.place(*elite);
+        if (!seeds_only.empty())
+            grid_ptr = &seeds_only;
+    }
+    const IslandGrid& grid = *grid_ptr;
     const auto& queue = m_state.follow_ups[static_cast<size_t>(island)];
     if (!queue.empty()) {
         item.kind = queue.front().kind;

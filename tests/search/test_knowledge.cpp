@@ -2,6 +2,8 @@
 // runs' prompts, and meta-prompt scores.
 #include "kf_catch.hpp"
 
+#include <set>
+
 #include "archive/knowledge_base.hpp"
 #include "search/knowledge.hpp"
 #include "search/meta_prompts.hpp"
@@ -107,8 +109,14 @@ TEST_CASE("lessons learnt in a run reach the run archive and the knowledge base,
         CHECK(lesson.candidate_id.has_value());
         CHECK(std::find(lesson.tags.begin(), lesson.tags.end(), "softmax") != lesson.tags.end());
     }
+    // The knowledge base keeps a lesson text once per task, and the scripted analyst writes one of
+    // seven texts: two lessons of a run may be one there (which run does moves with any change of
+    // what the search draws; the seeding change of issue 20 made seed 8's two lessons one text).
+    std::set<std::string> texts;
+    for (const auto& lesson : learnt)
+        texts.insert(lesson.text);
     auto in_knowledge = knowledge.lessons();
-    CHECK(in_knowledge.size() == 1 + learnt.size());
+    CHECK(in_knowledge.size() == 1 + texts.size());
     CHECK(in_knowledge.back().run_id == "first");
 
     run_session(dir / "second.kforge", options);
@@ -116,7 +124,7 @@ TEST_CASE("lessons learnt in a run reach the run archive and the knowledge base,
     int imported = 0;
     for (const auto& lesson : second.lessons())
         imported += is_imported_lesson(lesson) ? 1 : 0;
-    CHECK(imported == static_cast<int>(learnt.size()));
+    CHECK(imported == static_cast<int>(texts.size()));
     // ... and the prompts of the second run showed them.
     bool shown = false;
     for (const auto& call : second.llm_calls(1000, CallText::include))

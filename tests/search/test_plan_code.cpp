@@ -94,13 +94,26 @@ TEST_CASE("--strategy mix makes a share of proposals in two phases and the rest 
 {
     clear_interrupt();
     TempDir dir;
-    HarnessOptions options = planned_run(40, 0.5);
-    run_session(dir / "run.kforge", options);
-    int64_t plans = count_calls(dir / "run.kforge", CallPurpose::plan);
-    int64_t direct = count_calls(dir / "run.kforge", CallPurpose::propose);
-    CHECK(plans > 5);
-    CHECK(direct > 5);
-    CHECK(count_calls(dir / "run.kforge", CallPurpose::code) <= plans);
+    // Each fresh proposal is made two-phase by a draw of the share, so one run's count of plans is a
+    // binomial draw over its ~34 proposals, and any change in what the search draws before moves
+    // it. The seeding change of issue 20 (proposals from the first seed on) took seed 4321 to 4
+    // plans in 33 proposals, a far tail; the share itself did not move (seeds 4300-4340: 0.52 of
+    // proposals two-phase, 0.53 before). Three runs' totals, ~100 draws, are checked against the
+    // share instead: outside 0.3-0.7 is a 4-sigma event.
+    int64_t plans = 0, direct = 0;
+    for (uint64_t seed : {4321, 4322, 4323}) {
+        auto path = dir / fmt::format("run-{}.kforge", seed);
+        HarnessOptions options = planned_run(40, 0.5);
+        options.config.seed = seed;
+        run_session(path, options);
+        int64_t run_plans = count_calls(path, CallPurpose::plan);
+        plans += run_plans;
+        direct += count_calls(path, CallPurpose::propose);
+        CHECK(count_calls(path, CallPurpose::code) <= run_plans);
+    }
+    INFO(plans << " two-phase proposals, " << direct << " direct");
+    CHECK(plans > 0.3 * static_cast<double>(plans + direct));
+    CHECK(direct > 0.3 * static_cast<double>(plans + direct));
 }
 
 TEST_CASE("a two-phase run stopped or killed between the phases and resumed records what an uninterrupted run "

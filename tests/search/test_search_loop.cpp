@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "evaluator/describe.hpp"
 #include "search/search_harness.hpp"
 #include "test_support.hpp"
@@ -119,56 +121,66 @@ TEST_CASE("would-be elites are confirmed, new bests are checked on held-out shap
 {
     clear_interrupt();
     TempDir dir;
-    HarnessOptions options = model_run(90, 21);
-    options.scripted.suspicious_percent = 15;
-    options.scripted.held_out_fail_percent = 25;
-    options.scripted.variants = 500;
-    std::vector<EvalJob> jobs;
-    options.inspect_evaluator = [&](FakeEvaluator& evaluator) { jobs = evaluator.jobs(); };
-    SearchOutcome outcome = run_session(dir / "run.kforge", options);
-    Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
-
-    std::map<std::string, std::vector<EvalJob>> jobs_by_source;
-    for (const auto& job : jobs)
-        jobs_by_source[job.source].push_back(job);
-    std::set<int64_t> ever_elite;
-    for (const auto& placement : archive.elite_history())
-        ever_elite.insert(placement.elite.candidate_id);
-
+    // A held-out failure needs a would-be best that fails: a run has only ~3 new bests among its
+    // proposals, so with 25% failing a run has none about 40% of the time, and which run that is
+    // moves with any change of what the search draws (the seeding change of issue 20 moved seed 21
+    // from 2 failures to 0; over seeds 22-61 both policies gave 31). The invariants are checked on
+    // every run; runs go on over further seeds until one has a held-out failure (under 1% that six
+    // have none).
     int suspicious = 0, held_out_failed = 0;
-    for (const auto& point : archive.fitness_series()) {
-        auto c = archive.candidate(point.candidate_id);
-        const Evaluation& e = c->evaluation;
-        INFO("#" << c->id << " " << verdict_name(e.verdict.kind));
-        if (e.metrics.contains("suspicious_fitness")) {
-            ++suspicious;
-            CHECK_FALSE(e.fitness.has_value());
-            CHECK(ever_elite.count(c->id) == 0);
+    for (uint64_t seed = 21; seed < 27 && held_out_failed == 0; ++seed) {
+        INFO("seed " << seed);
+        auto path = dir / fmt::format("run-{}.kforge", seed);
+        HarnessOptions options = model_run(90, seed);
+        options.scripted.suspicious_percent = 15;
+        options.scripted.held_out_fail_percent = 25;
+        options.scripted.variants = 500;
+        std::vector<EvalJob> jobs;
+        options.inspect_evaluator = [&](FakeEvaluator& evaluator) { jobs = evaluator.jobs(); };
+        SearchOutcome outcome = run_session(path, options);
+        Archive archive = Archive::open(path, OpenMode::read_only);
+
+        std::map<std::string, std::vector<EvalJob>> jobs_by_source;
+        for (const auto& job : jobs)
+            jobs_by_source[job.source].push_back(job);
+        std::set<int64_t> ever_elite;
+        for (const auto& placement : archive.elite_history())
+            ever_elite.insert(placement.elite.candidate_id);
+
+        for (const auto& point : archive.fitness_series()) {
+            auto c = archive.candidate(point.candidate_id);
+            const Evaluation& e = c->evaluation;
+            INFO("#" << c->id << " " << verdict_name(e.verdict.kind));
+            if (e.metrics.contains("suspicious_fitness")) {
+                ++suspicious;
+                CHECK_FALSE(e.fitness.has_value());
+                CHECK(ever_elite.count(c->id) == 0);
+            }
+            if (e.verdict.kind == VerdictKind::held_out_failed) {
+                ++held_out_failed;
+                CHECK(ever_elite.count(c->id) == 0);
+            }
+            if (ever_elite.count(c->id) && c->origin != Origin::reference) {
+                bool confirmed = false;
+                for (const auto& job : jobs_by_source[c->source])
+                    confirmed = confirmed || (job.options.confirm && job.options.profile && job.options.only_params);
+                CHECK(confirmed);
+                CHECK(e.metrics.contains("screen_fitness"));
+                CHECK(e.metrics["screen_fitness"].get<double>() != *e.fitness); // the confirmed number is stored
+            }
         }
-        if (e.verdict.kind == VerdictKind::held_out_failed) {
-            ++held_out_failed;
-            CHECK(ever_elite.count(c->id) == 0);
-        }
-        if (ever_elite.count(c->id) && c->origin != Origin::reference) {
-            bool confirmed = false;
-            for (const auto& job : jobs_by_source[c->source])
-                confirmed = confirmed || (job.options.confirm && job.options.profile && job.options.only_params);
-            CHECK(confirmed);
-            CHECK(e.metrics.contains("screen_fitness"));
-            CHECK(e.metrics["screen_fitness"].get<double>() != *e.fitness); // the confirmed number is stored
-        }
+        REQUIRE(outcome.best_id);
+        CHECK(outcome.best_held_out == "passed");
+        auto best = archive.best_candidate();
+        REQUIRE(best);
+        CHECK(best->id == *outcome.best_id);
+        bool held_out_checked = false;
+        for (const auto& job : jobs_by_source[best->source])
+            held_out_checked = held_out_checked || job.options.held_out;
+        CHECK(held_out_checked);
     }
     CHECK(suspicious > 0);
     CHECK(held_out_failed > 0);
-    REQUIRE(outcome.best_id);
-    CHECK(outcome.best_held_out == "passed");
-    auto best = archive.best_candidate();
-    REQUIRE(best);
-    CHECK(best->id == *outcome.best_id);
-    bool held_out_checked = false;
-    for (const auto& job : jobs_by_source[best->source])
-        held_out_checked = held_out_checked || job.options.held_out;
-    CHECK(held_out_checked);
 }
 
 TEST_CASE("a duplicate proposal is counted and never evaluated", "[search]")

@@ -1,6 +1,6 @@
 // Which simulated GPUs a worker sees under CUDA_VISIBLE_DEVICES: the forms the CUDA driver accepts
 // (indices, as SLURM sets them for --gres=gpu:N; UUIDs and their prefixes, as the GPU evaluator pins
-// each worker) and its rule that the first entry naming no device ends the list.
+// each worker) and its rule that the first entry naming no device ends the list; the costs setting.
 #include "kf_catch.hpp"
 
 #include "evaluator/worker/gpu_simulator.hpp"
@@ -89,4 +89,17 @@ TEST_CASE("a CUDA_VISIBLE_DEVICES naming only real GPUs' UUIDs leaves the simula
     CHECK(shown("MIG-GPU-8932f937-d72c-4106-c12f-20bd9faed9f6/1/0") == std::vector<int>{0, 1, 2, 3});
     // One simulated UUID makes the value the simulation's: the real one then ends the list.
     CHECK(shown(uuid_of(1) + ",GPU-8932f937") == std::vector<int>{1});
+}
+
+TEST_CASE("KFORGE_SIMULATE_GPU_COSTS sets each phase's units, confirm_spread included, and names what it refuses",
+          "[evaluator][simulated]")
+{
+    SimulatedCosts costs = parse_simulated_costs("confirm=24, profile=4,confirm_spread=0.6");
+    CHECK(costs.confirm == 24);
+    CHECK(costs.profile == 4);
+    CHECK(costs.confirm_spread == Approx(0.6));
+    CHECK(costs.screen == 0.5); // the default stays
+    CHECK(parse_simulated_costs("").confirm_spread == 0);
+    CHECK_THROWS_WITH(parse_simulated_costs("confirm_spred=1"), Catch::Contains("confirm_spread"));
+    CHECK_THROWS_WITH(parse_simulated_costs("confirm_spread=-1"), Catch::Contains("from 0 to 1000"));
 }
