@@ -112,7 +112,8 @@ class Evaluator:
                 if not _no_meta_kernel(e):
                     raise
                 self.meta_forward = False
-                self.meta_note = (f"the forward cannot run on the meta device ({e}); output dims come from "
+                why = (str(e.cause or e).strip().splitlines() or [""])[0][:200]
+                self.meta_note = (f"the forward cannot run on the meta device ({why}); output dims come from "
                                   "real forwards at small sizes")
         elements = sum(math.prod(f.dims) for f in facts if isinstance(f, TensorFact))
         if elements > REAL_FALLBACK_ELEMENTS:

@@ -1,6 +1,8 @@
 """shapes.py and facts.py: which variables are sizes, and the shapes chosen for tests and held-out."""
 import unittest
 
+import torch
+
 from support import problem_file
 from kforge_torch.facts import import_problem
 from kforge_torch.layout import Evaluator
@@ -98,6 +100,28 @@ class Shapes(unittest.TestCase):
         """
         tiny = import_problem(problem_file(self, source))["shapes"]["tests"][0]
         self.assertEqual(tiny, {"rows": 1, "cols": 2})
+
+    def test_an_operation_without_a_meta_kernel_gets_its_dims_from_small_real_forwards(self):
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 4096
+            dim = 8192
+            class Model(nn.Module):
+                def forward(self, x):
+                    return torch.median(x, dim=1).values
+            def get_inputs():
+                return [torch.randn(batch_size, dim)]
+            def get_init_inputs():
+                return []
+        """
+        facts = import_problem(problem_file(self, source))
+        self.assertEqual([a["dims"] for a in facts["args"]], [["batch_size", "dim"], ["batch_size"]])
+        try:
+            torch.empty(2, 3, device="meta").median(dim=1)
+        except NotImplementedError:  # torch 1.13: no meta kernel, so the fallback ran
+            self.assertTrue(any(n.startswith("the forward cannot run on the meta device (Could not run "
+                                             "'aten::median") for n in facts["notes"]), facts["notes"])
 
 
 if __name__ == "__main__":
