@@ -54,9 +54,9 @@ bool IslandGrid::would_accept(const std::string& cell, double fitness, double ma
     return !current || fitness > current->fitness * (1 + margin);
 }
 
-bool IslandGrid::place(const EliteEntry& entry)
+bool IslandGrid::place(const EliteEntry& entry, double margin)
 {
-    if (!would_accept(entry.cell, entry.fitness))
+    if (!would_accept(entry.cell, entry.fitness, margin))
         return false;
     m_cells[entry.cell] = entry;
     return true;

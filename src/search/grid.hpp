@@ -32,8 +32,8 @@ public:
     // `margin`: the fitness must beat the cell's elite by more than this fraction (a screen's
     // number, before confirmation; see search_record.cpp).
     bool would_accept(const std::string& cell, double fitness, double margin = 0) const;
-    // Places `entry` in its cell if would_accept(); returns whether it did.
-    bool place(const EliteEntry& entry);
+    // Places `entry` in its cell if would_accept() with `margin`; returns whether it did.
+    bool place(const EliteEntry& entry, double margin = 0);
     // The fittest elite (the lowest candidate id among equals), or nullptr when empty.
     const EliteEntry* best() const;
     // The fittest elite that was proposed on island `island` (migration sends only natives).

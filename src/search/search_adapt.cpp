@@ -53,8 +53,7 @@ Placement SearchLoop::place(const Candidate& candidate, int island, double margi
     for (int i = 0; i < m_config.islands; ++i) {
         if (island >= 0 && i != island)
             continue;
-        auto& grid = m_grids[static_cast<size_t>(i)];
-        if (!grid.would_accept(entry.cell, fitness, margin) || !grid.place(entry))
+        if (!m_grids[static_cast<size_t>(i)].place(entry, margin))
             continue;
         m_archive.set_elite(Elite{i, entry.cell, candidate.id, fitness});
         placement.islands.push_back(i);

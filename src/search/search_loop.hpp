@@ -93,7 +93,9 @@ private:
     void schedule();
     std::optional<WorkItem> plan_next();
     std::set<int64_t> seeds_holding_cells();
-    WorkItem plan_proposal(int island);
+    // `seed_parents`: while seeding items are in flight, the recorded seeds that hold a cell, the
+    // only parents offered then; empty otherwise.
+    WorkItem plan_proposal(int island, const std::set<int64_t>& seed_parents);
     void commit_item(const WorkItem& item);
     void reserve(WorkItem& item);
     size_t prompt_chars(const WorkItem& item);
@@ -160,9 +162,6 @@ private:
 
     LoopState m_state;
     std::vector<IslandGrid> m_grids;
-    // While seeding items are in flight: the recorded seeds that hold a cell, the only parents
-    // offered then (search_schedule.cpp); empty otherwise.
-    std::set<int64_t> m_seed_parents;
     std::map<int64_t, MetaPrompt> m_meta_prompts; // every strategy text of the run, by id
     std::vector<int64_t> m_active_meta;      // per island: the id of its text in force
     std::vector<Lesson> m_lessons;           // the run archive's lessons

@@ -107,15 +107,15 @@ std::optional<WorkItem> SearchLoop::plan_next()
         reserve(item);
         return item;
     }
-    m_seed_parents.clear();
+    std::set<int64_t> seed_parents;
     for (const auto& [seq, flight] : m_flights)
         if (flight.item.kind == ItemKind::reference || flight.item.kind == ItemKind::seed) {
-            m_seed_parents = seeds_holding_cells();
-            if (m_seed_parents.empty())
+            seed_parents = seeds_holding_cells();
+            if (seed_parents.empty())
                 return std::nullopt; // no seed to start from yet
             break;
         }
-    return plan_proposal(m_state.next_island);
+    return plan_proposal(m_state.next_island, seed_parents);
 }
 
 std::set<int64_t> SearchLoop::seeds_holding_cells()
@@ -134,7 +134,7 @@ std::set<int64_t> SearchLoop::seeds_holding_cells()
     return seeds;
 }
 
-WorkItem SearchLoop::plan_proposal(int island)
+WorkItem SearchLoop::plan_proposal(int island, const std::set<int64_t>& seed_parents)
 {
     WorkItem item;
     item.seq = m_state.next_seq;
@@ -142,9 +142,9 @@ WorkItem SearchLoop::plan_proposal(int island)
     item.generation = m_state.generation;
     const IslandGrid* grid_ptr = &m_grids[static_cast<size_t>(island)];
     IslandGrid seeds_only; // while seeding is in flight: the seeds that hold a cell, not the reference
-    if (!m_seed_parents.empty()) {
+    if (!seed_parents.empty()) {
         for (const EliteEntry* elite : grid_ptr->elites())
-            if (m_seed_parents.count(elite->candidate_id))
+            if (seed_parents.count(elite->candidate_id))
                 seeds_only.place(*elite);
         if (!seeds_only.empty())
             grid_ptr = &seeds_only;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <regex>
 #include <set>
+#include <stdexcept>
 
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
@@ -32,6 +33,16 @@ const std::vector<Task>& bundled_tasks()
         return loaded;
     }();
     return tasks;
+}
+
+// The bundled task `name`; fails the test when there is none.
+const Task& bundled_task(const std::string& name)
+{
+    for (const auto& task : bundled_tasks())
+        if (task.name == name)
+            return task;
+    FAIL("no bundled task " << name);
+    throw std::logic_error("unreachable");
 }
 
 std::vector<const kforge::KernelFile*> seeds_and_reference(const Task& task)
@@ -234,11 +245,7 @@ TEST_CASE("every bundled seed passes the candidate screen: extern C kernels, use
 
 TEST_CASE("the sgemm task forbids tensor-core and TF32 sources that its tolerance also rejects", "[tasks]")
 {
-    const Task* sgemm = nullptr;
-    for (const auto& task : bundled_tasks())
-        if (task.name == "sgemm_f32")
-            sgemm = &task;
-    REQUIRE(sgemm);
+    const Task* sgemm = &bundled_task("sgemm_f32");
     auto forbidden = [&](const std::string& source) {
         std::string code = kforge::strip_comments_and_strings(source);
         return std::any_of(sgemm->forbid.begin(), sgemm->forbid.end(), [&](const kforge::ForbiddenPattern& rule) {
@@ -265,11 +272,7 @@ TEST_CASE("the layernorm task's tolerance admits fp32 rounding on nearly constan
     // lost all 53 layernorm candidates to one unlucky run secret). Sweep such rows and require the
     // task's tolerance at the N = 2 test shape to hold the worst fp32 error, and to stay tight on the
     // bench shapes.
-    const Task* layernorm = nullptr;
-    for (const auto& task : bundled_tasks())
-        if (task.name == "layernorm_f32")
-            layernorm = &task;
-    REQUIRE(layernorm);
+    const Task* layernorm = &bundled_task("layernorm_f32");
     const auto& check = *layernorm->find_arg("y")->check;
     const kforge::Shape* two = nullptr;
     for (const auto& shape : layernorm->tests)
