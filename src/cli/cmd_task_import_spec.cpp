@@ -36,7 +36,7 @@ bool is_plain_dim(const std::string& dim, const std::set<std::string>& symbols)
 }
 
 // The floating dtype that sets the precision rules: the widest-spread one among the tensors.
-std::string main_float_dtype(const JsonReader& args)
+std::set<std::string> float_dtypes(const JsonReader& args)
 {
     std::set<std::string> floats;
     for (const auto& arg : args.items()) {
@@ -44,6 +44,11 @@ std::string main_float_dtype(const JsonReader& args)
         if (dtype == "f32" || dtype == "f64" || dtype == "bf16" || dtype == "f16")
             floats.insert(dtype);
     }
+    return floats;
+}
+
+std::string main_float_dtype(const std::set<std::string>& floats)
+{
     for (const char* dtype : {"f64", "f32", "bf16", "f16"})
         if (floats.count(dtype) && floats.size() == 1)
             return dtype;
@@ -65,8 +70,14 @@ std::string peak_for(const std::string& dtype)
     return "int";
 }
 
-std::string precision_rule(const std::string& dtype)
+// `reduced`: the program also has fp16 or bf16 tensors beside its fp32 ones (a cast to half on the
+// way out, say), which a kernel can only read or write in those types.
+std::string precision_rule(const std::string& dtype, bool reduced)
 {
+    if (dtype == "f32" && reduced)
+        return "The program computes in fp32 and its fp16/bf16 tensors are conversions: compute in fp32 or "
+               "better, converting to or from the reduced dtype only where the program does (loading and "
+               "storing those tensors); accumulate in fp32 or fp64.";
     if (dtype == "f32")
         return "The program computes in fp32: compute in fp32 or better (no TF32, fp16 or bf16 arithmetic, "
                "including tensor-core TF32); accumulate in fp32 or fp64.";
@@ -189,7 +200,12 @@ OJson spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
     if (auto held_out = shapes.find("held_out"))
         spec_shapes["held_out"] = shape_entries(*held_out, facts, symbol_order);
 
-    std::string dtype = main_float_dtype(args);
+    std::set<std::string> floats = float_dtypes(args);
+    std::string dtype = main_float_dtype(floats);
+    // fp16/bf16 tensors beside fp32 ones: kernels must read or write those types, so the fp32 rule
+    // cannot forbid them (it still says to compute in fp32; the tolerance measured on the program
+    // holds them to it).
+    bool reduced = floats.count("f16") || floats.count("bf16");
     std::string bytes = facts.at("bytes").as_expr_text();
     bool counted = facts.has("flops") && facts.at("flops").size() > 0;
     OJson roofline{{"flops", "0"},
@@ -229,14 +245,14 @@ OJson spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
                            "get_init_inputs(): its parameters and buffers are the tensors named after its "
                            "state_dict. Every tensor is contiguous and row-major in the dtype listed; outputs are "
                            "checked against the program computed in fp64 within the tolerances listed. {}",
-                           source_name, precision_rule(dtype))},
+                           source_name, precision_rule(dtype, reduced))},
               {"symbols", symbol_specs},
               {"args", spec_args},
               {"reference", OJson{{"torch", options.reference_file}}},
               {"shapes", spec_shapes},
               {"roofline", roofline},
               {"limits", OJson{{"max_launches", 32}, {"max_scratch_bytes", fmt::format("({}) + 1073741824", bytes)}}}};
-    if (dtype == "f32")
+    if (dtype == "f32" && !reduced)
         spec["forbid"] = OJson::array(
             {OJson{{"pattern", "__half|__nv_bfloat16|half2|__float2half|__float2bfloat16|tf32"},
                   {"reason", "an fp32 program: reduced-precision arithmetic (fp16, bf16, TF32) is not allowed"}}});

@@ -131,6 +131,21 @@ TEST_CASE("task import turns fixture problems into specs the task loader takes",
         CHECK_FALSE(arg_named(task, "logits").zero_dim);
         CHECK_FALSE(arg_named(task, "targets").zero_dim);
     }
+    SECTION("a mixed-precision program (fp32 in, fp16 out) may store fp16; a constant inside a tuple stays a constant")
+    {
+        CommandResult result = import_into(dir, "extra/causal_window_sum.py");
+        INFO(result.err);
+        REQUIRE(result.exit_code == 0);
+        Task task = load_task(dir / "causal_window_sum.json");
+        CHECK(arg_named(task, "x").dtype == DType::f32);
+        CHECK(arg_named(task, "out").dtype == DType::f16);
+        // Its output can only be written as __half: the fp32 rule must not forbid the type.
+        CHECK(task.forbid.empty());
+        CHECK_THAT(task.description, Catch::Contains("converting to or from the reduced dtype only where the program does"));
+        // F.pad's width `window` changes no tensor dims: not a size symbol, the file's value kept.
+        CHECK(task.bench[0].sizes.count("window") == 0);
+        CHECK(dims(arg_named(task, "out")) == std::vector<std::string>{"batch_size", "channels", "length"});
+    }
     SECTION("a tuple output with an integer part")
     {
         CommandResult result = import_into(dir, "logsumexp_argmax.py");

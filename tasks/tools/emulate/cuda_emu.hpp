@@ -74,6 +74,17 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f)
 inline float2 __bfloat1622float2(__nv_bfloat162 h) { return {__bfloat162float(h.x), __bfloat162float(h.y)}; }
 inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {__float2bfloat16_rn(a), __float2bfloat16_rn(b)}; }
 
+// IEEE half through the host compiler's _Float16 (round to nearest even, as the device converts).
+struct __half { uint16_t bits; };
+struct alignas(4) __half2 { __half x, y; };
+inline float __half2float(__half h) { _Float16 v; std::memcpy(&v, &h.bits, 2); return (float)v; }
+inline __half __float2half_rn(float f) { _Float16 v = (_Float16)f; __half h; std::memcpy(&h.bits, &v, 2); return h; }
+inline __half __float2half(float f) { return __float2half_rn(f); }
+inline float2 __half22float2(__half2 h) { return {__half2float(h.x), __half2float(h.y)}; }
+inline __half2 __floats2half2_rn(float a, float b) { return {__float2half_rn(a), __float2half_rn(b)}; }
+inline __half __hadd(__half a, __half b) { return __float2half_rn(__half2float(a) + __half2float(b)); }
+inline __half __hmul(__half a, __half b) { return __float2half_rn(__half2float(a) * __half2float(b)); }
+
 // WMMA: every lane holds the whole 16 x 16 tile (the API keeps the element mapping opaque).
 namespace nvcuda { namespace wmma {
 struct matrix_a {}; struct matrix_b {}; struct accumulator {}; struct row_major {}; struct col_major {};
@@ -81,6 +92,7 @@ enum layout_t { mem_row_major, mem_col_major };
 template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment { float v[256]; };
 template <typename F> inline void fill_fragment(F& f, float x) { for (float& e : f.v) e = x; }
 inline float emu_to_float(__nv_bfloat16 h) { return __bfloat162float(h); }
+inline float emu_to_float(__half h) { return __half2float(h); }
 inline float emu_to_float(float x) { return x; }
 template <typename Use, typename T, typename L> inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L>& f, const T* p, unsigned ldm)
 {

@@ -27,6 +27,7 @@ static void store(Buffer& b, int64_t i, double v)
     case DType::f32: { float f = (float)v; std::memcpy(p, &f, 4); break; }
     case DType::f64: std::memcpy(p, &v, 8); break;
     case DType::bf16: { float f = bf16_round(v); uint32_t u; std::memcpy(&u, &f, 4); uint16_t h = u >> 16; std::memcpy(p, &h, 2); break; }
+    case DType::f16: { _Float16 h = (_Float16)v; std::memcpy(p, &h, 2); break; }
     case DType::u8: case DType::i8: { uint8_t x = (uint8_t)(int64_t)v; std::memcpy(p, &x, 1); break; }
     case DType::i32: case DType::u32: { uint32_t x = (uint32_t)(int64_t)v; std::memcpy(p, &x, 4); break; }
     case DType::i64: case DType::u64: { int64_t x = (int64_t)v; std::memcpy(p, &x, 8); break; }
@@ -41,6 +42,7 @@ static double load(Buffer& b, int64_t i)
     case DType::f32: { float f; std::memcpy(&f, p, 4); return f; }
     case DType::f64: { double d; std::memcpy(&d, p, 8); return d; }
     case DType::bf16: { uint16_t h; std::memcpy(&h, p, 2); uint32_t u = (uint32_t)h << 16; float f; std::memcpy(&f, &u, 4); return f; }
+    case DType::f16: { _Float16 h; std::memcpy(&h, p, 2); return (double)h; }
     case DType::u8: return *p;
     case DType::i8: return (int8_t)*p;
     case DType::i32: { int32_t x; std::memcpy(&x, p, 4); return x; }

@@ -1,0 +1,2 @@
+// Stand-in for the toolkit header: the emulator declares the cuda_bf16.h types in cuda_emu.hpp.
+#pragma once
