@@ -214,27 +214,40 @@ Archive Archive::create(const fs::path& path, const RunInfo& run,
         if (fs::exists(fs::path(path.string() + suffix), ec))
             fail_input("{}: a leftover {}{} exists without its archive; remove it first",
                        path.string(), path.filename().string(), suffix);
-    auto db = std::make_unique<Database>(path.string(), DbAccess::read_write_create);
+    // Built under a side name and renamed into place once its run record is in: a process killed
+    // part way (a suite's child under kill -9) leaves no empty or half-made archive at `path`,
+    // which would otherwise refuse both a fresh `optimize` and a `resume`.
+    fs::path building(path.string() + ".creating");
+    remove_archive_files(building); // a leftover of a killed create; the lock makes it ours
     try {
-        configure_writer(*db);
-        Transaction transaction(*db);
-        db->execute(fmt::format("PRAGMA application_id = {}", k_archive_application_id));
-        db->execute(
+        Database db(building.string(), DbAccess::read_write_create);
+        // WAL from the start: switching a renamed archive later would write a rollback journal
+        // beside it, and a kill inside that switch leaves a hot journal that readers cannot open.
+        configure_writer(db);
+        Transaction transaction(db);
+        db.execute(fmt::format("PRAGMA application_id = {}", k_archive_application_id));
+        db.execute(
             "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, summary TEXT NOT NULL, "
             "applied_at REAL NOT NULL, kforge_version TEXT NOT NULL)");
         transaction.commit();
-        apply_migrations(*db, 0, migrations);
+        apply_migrations(db, 0, migrations);
         Statement insert(
-            *db, fmt::format(
-                     "INSERT INTO run (id, {}) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     k_run_columns));
+            db, fmt::format(
+                    "INSERT INTO run (id, {}) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    k_run_columns));
         bind_run(insert, run, now_seconds());
         insert.run();
     } catch (...) {
-        db.reset();
-        remove_archive_files(path);
+        remove_archive_files(building);
         throw;
     }
+    fs::rename(building, path, ec);
+    if (ec) {
+        remove_archive_files(building);
+        fail_runtime("{}: cannot move the new archive into place: {}", path.string(), ec.message());
+    }
+    auto db = std::make_unique<Database>(path.string(), DbAccess::read_write);
+    configure_writer(*db);
     return Archive(path, OpenMode::write, std::move(lock), std::move(db), migrations.back().version);
 }
 

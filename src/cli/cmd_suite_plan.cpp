@@ -199,6 +199,10 @@ ProblemLaunch plan_launch(const SuiteFolder& folder, const SuiteProblem& problem
 
     fs::path archive_path = folder.resolve(problem.archive);
     std::error_code ec;
+    // An empty file is what a child killed inside the archive's creation left before creation
+    // became atomic (an older kforge): nothing was recorded, so the problem starts afresh.
+    if (fs::exists(archive_path, ec) && fs::is_regular_file(archive_path, ec) && fs::file_size(archive_path, ec) == 0)
+        remove_archive_files(archive_path);
     if (fs::exists(archive_path, ec)) {
         RunUse used;
         std::string state;

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "archive/archive.hpp"
 #include "archive/sample_run.hpp"
 #include "core/source.hpp"
@@ -44,6 +46,22 @@ Candidate numbered_candidate(int n)
         Archive archive = Archive::open(path, OpenMode::write);
         for (int n = 0;; ++n) {
             archive.insert_candidate(numbered_candidate(n));
+            char byte = 1;
+            if (::write(progress, &byte, 1) != 1)
+                ::_exit(3);
+        }
+    } catch (...) {
+        ::_exit(2);
+    }
+}
+
+// In a forked child: creates archive-0, archive-1, ... in `dir` as fast as it can, writing one
+// byte to `progress` after each, until it is killed. Never returns.
+[[noreturn]] void create_until_killed(const std::filesystem::path& dir, int progress)
+{
+    try {
+        for (int n = 0;; ++n) {
+            Archive::create(dir / fmt::format("archive-{}.kforge", n), softmax_run_info());
             char byte = 1;
             if (::write(progress, &byte, 1) != 1)
                 ::_exit(3);
@@ -167,6 +185,51 @@ TEST_CASE("a writer killed with SIGKILL mid-write leaves whole candidates and no
             CHECK(archive.measurements(point.candidate_id).size() == k_measurements_per_candidate);
         }
         stored_before = count;
+    }
+}
+
+// A suite kills its children with SIGKILL, and one may die while it creates its archive: what it
+// leaves at the archive's name must be nothing or a whole archive, never an empty or half-made
+// file that refuses both a fresh run and a resume.
+TEST_CASE("a create killed at any moment leaves no archive or a whole one, and the name stays usable",
+          "[archive][slow]")
+{
+    for (int round = 0; round < 6; ++round) {
+        INFO("round " << round);
+        TempDir dir;
+        int fds[2];
+        REQUIRE(::pipe(fds) == 0);
+        pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            ::close(fds[0]);
+            create_until_killed(dir.path(), fds[1]);
+        }
+        ::close(fds[1]);
+        // Kill it a varying while after some creates, so the kill lands at different points of one.
+        char byte;
+        for (int created = 0; created < 2 + round && ::read(fds[0], &byte, 1) == 1;)
+            ++created;
+        std::this_thread::sleep_for(std::chrono::microseconds(200 + 1700 * round));
+        ::kill(child, SIGKILL);
+        ::close(fds[0]);
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        REQUIRE(WIFSIGNALED(status));
+
+        int whole = 0;
+        for (;; ++whole) {
+            auto path = dir / fmt::format("archive-{}.kforge", whole);
+            if (!std::filesystem::exists(path))
+                break;
+            Archive archive = Archive::open(path, OpenMode::read_only);
+            CHECK(archive.run_info().task_name == "softmax_f32");
+        }
+        CHECK(whole >= 2 + round);
+        // The name the child was creating when it died takes a new archive.
+        auto next = dir / fmt::format("archive-{}.kforge", whole);
+        Archive::create(next, softmax_run_info());
+        CHECK(Archive::open(next, OpenMode::read_only).run_info().task_name == "softmax_f32");
     }
 }
 
