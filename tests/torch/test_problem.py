@@ -45,8 +45,16 @@ class Rebinding(unittest.TestCase):
         with self.assertRaisesRegex(ProblemError, "width is not a variable assigned at the top level"):
             ProblemFile(problem_file(self, SCALED)).load({"width": 3})
 
-    def test_a_name_assigned_together_with_others_is_refused_with_its_line(self):
-        path = problem_file(self, "a = b = 4\n")
+    def test_each_name_of_a_chained_assignment_is_rebound_on_its_own(self):
+        path = problem_file(self, SCALED + "\n    a = b = c = 4\n    d = a * 10 + b\n")
+        file = ProblemFile(path)
+        self.assertEqual({k: file.load({"b": 5}).namespace[k] for k in "abcd"}, {"a": 4, "b": 5, "c": 4, "d": 45})
+        self.assertEqual({k: file.load({"a": 2, "c": 3}).namespace[k] for k in "abcd"},
+                         {"a": 2, "b": 4, "c": 3, "d": 24})
+        self.assertNotIn("_kforge_chained_value", file.load({"a": 2}).namespace)
+
+    def test_a_name_unpacked_from_a_value_that_is_not_a_literal_tuple_is_refused_with_its_line(self):
+        path = problem_file(self, "a, b = divmod(9, 2)\n")
         with self.assertRaisesRegex(ProblemError, "line 1 assigns it together"):
             ProblemFile(path).load({"a": 5})
 

@@ -58,6 +58,14 @@ class Symbols(unittest.TestCase):
         self.assertEqual(symbols, ["batch_size"])
         self.assertTrue(any(n.startswith("dim changes the inputs' dims") for n in notes), notes)
 
+    def test_both_names_of_a_chained_assignment_are_sizes(self):
+        # KernelBench's level 2 writes `height = width = 128`; each must move on its own
+        source = HEADS.replace("    dim = 96\n", "    rows = dim = 96\n").replace(
+            "torch.randn(batch_size, dim)", "torch.randn(batch_size, dim + rows - 96)")
+        evaluator, module_vars = self.evaluator(source)
+        symbols, notes, _ = detect_symbols(evaluator, module_vars)
+        self.assertEqual(symbols, ["batch_size", "rows", "dim"])
+
     def test_symbols_named_on_the_command_line_must_be_int_variables(self):
         evaluator, module_vars = self.evaluator()
         with self.assertRaisesRegex(ProblemError, "--symbols names scale, which is not an int module variable"):
