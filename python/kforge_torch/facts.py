@@ -90,6 +90,16 @@ def variation_points(file_values):
     return points
 
 
+def no_symbols_message(symbol_notes, module_vars):
+    """Why a program without size symbols cannot be a task, and what would make it one."""
+    ints = ", ".join(k for k, v in module_vars.items() if type(v) is int)
+    why = ("; ".join(symbol_notes) if symbol_notes else
+           "no int module variable changes the dims of a tensor get_inputs() returns"
+           + (f" (its ints: {ints})" if ints else " (it has no int module variables: are the sizes literals?)"))
+    return (f"no size symbols: {why}. A task is tested at several sizes, so it needs at least one: make the sizes "
+            "module variables that get_inputs() reads, or name them with --symbols")
+
+
 def import_problem(path, symbols=None, device="cpu"):
     """The facts of the problem at `path` (docs/torch-tasks.md); raises ProblemError."""
     began = time.perf_counter()
@@ -99,19 +109,15 @@ def import_problem(path, symbols=None, device="cpu"):
     evaluator = Evaluator(problem_file, device)
     evaluator.layout({})  # the program at its own values, without allocating: what fails everywhere fails here
     symbols, symbol_notes, rule = detect_symbols(evaluator, module_vars, symbols)
+    if not symbols:
+        raise ProblemError(no_symbols_message(symbol_notes, module_vars))
     notes += symbol_notes
     file_values = {s: module_vars[s] for s in symbols}
 
     runner = Runner(problem_file, device)
     planner = ShapePlanner(evaluator, symbols, file_values, runner.works, runner.checkable,
                            why=lambda: runner.last_failure)
-    if symbols:
-        tests = planner.tests()
-    else:
-        if not runner.works({}):
-            runner.full({})  # raises the program's own error
-        tests = [{}]
-        notes.append("no size symbols: the task has the file's shape only, and no held-out shape")
+    tests = planner.tests()
     check_determinism(problem_file.load(tests[-1]), device)
     measured = [(z, planner.max_elements(z)) for z in tests]
 
@@ -125,7 +131,7 @@ def import_problem(path, symbols=None, device="cpu"):
         except ProblemError:
             return False
 
-    held_out = [planner.held_out([file_values] + tests, held_out_works)] if symbols else []
+    held_out = [planner.held_out([file_values] + tests, held_out_works)]
     measured_shapes = tests + [z for z in held_out if Runner.key(z) in runner.full_runs]
     runs = [runner.full(z) for z in measured_shapes]
 

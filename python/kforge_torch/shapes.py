@@ -41,11 +41,12 @@ def detect_symbols(evaluator, module_vars, only=None):
         candidates = [k for k, v in ints.items() if _moves_inputs(evaluator, k, v, base)]
     symbols = []
     for name in candidates:
-        if _forward_works_elsewhere(evaluator, name, ints[name]):
+        failure = _forward_failure_elsewhere(evaluator, name, ints[name])
+        if failure is None:
             symbols.append(name)
         else:
-            notes.append(f"{name} changes the inputs' dims, but the program fails at every other value tried; "
-                         f"it keeps the file's value {ints[name]}")
+            notes.append(f"{name} changes the inputs' dims, but the program fails at every other value tried "
+                         f"({failure}); it keeps the file's value {ints[name]}")
     others = [f"{k} = {v}" for k, v in ints.items() if k not in symbols]
     kept = f"; the other ints keep the file's values ({', '.join(others)})" if others else ""
     if only is not None:
@@ -70,15 +71,20 @@ def _moves_inputs(evaluator, name, value, base):
     return False
 
 
-def _forward_works_elsewhere(evaluator, name, value):
+def _forward_failure_elsewhere(evaluator, name, value):
+    """None when the program runs with `name` moved to some other value; else why it failed at the
+    first one tried (`name=v: the error`)."""
+    first = None
     for other in _other_values(value):
         try:
             layout = evaluator.layout({name: other})
-        except ProblemError:
+        except ProblemError as e:
+            first = first or f"{name}={other}: {e}"
             continue
         if not layout.has_empty_dim():
-            return True
-    return False
+            return None
+        first = first or f"{name}={other}: a tensor has a dim of 0"
+    return first or f"{name} has no other value to try"
 
 
 def _odd_candidates(value, low):

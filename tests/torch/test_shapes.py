@@ -89,6 +89,30 @@ class Shapes(unittest.TestCase):
         dims = {a["name"]: a["dims"] for a in facts["args"]}
         self.assertEqual(dims, {"x": ["batch_size", "dim"], "out": ["batch_size", "dim"]})
 
+    def test_a_program_without_size_symbols_is_refused_before_any_real_forward_saying_why(self):
+        # KernelBench's HingeLoss multiplies (batch, 32768) by (batch,): it runs only where the two
+        # are equal, so batch_size is no size; its file shape (two 4 GB inputs) must not be run here
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 1 << 15
+            class Model(nn.Module):
+                def forward(self, predictions, targets):
+                    return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+            def get_inputs():
+                return [torch.rand(batch_size, 1 << 15), torch.rand(batch_size)]
+            def get_init_inputs():
+                return []
+        """
+        with self.assertRaisesRegex(ProblemError, r"^no size symbols: batch_size changes the inputs' dims, but "
+                                    r"the program fails at every other value tried \(batch_size=32769: "
+                                    r"Model.forward raises RuntimeError: The size of tensor a"):
+            import_problem(problem_file(self, source))
+        literal = source.replace("batch_size, 1 << 15", "8, 16").replace("rand(batch_size)", "rand(16)")
+        with self.assertRaisesRegex(ProblemError, r"no int module variable changes the dims of a tensor "
+                                    r"get_inputs\(\) returns \(its ints: batch_size\)"):
+            import_problem(problem_file(self, literal))
+
     def test_the_tiny_shape_avoids_outputs_that_are_exactly_zero(self):
         source = """
             import torch
