@@ -133,6 +133,30 @@ class Shapes(unittest.TestCase):
         tiny = import_problem(problem_file(self, source))["shapes"]["tests"][0]
         self.assertEqual(tiny, {"rows": 1, "cols": 2})
 
+    def test_without_a_meta_kernel_sizes_of_equal_file_values_still_get_their_own_dims(self):
+        # KernelBench's 3D max pool over a 128^3 cube: with no meta kernel (torch 1.13), output dims
+        # come from real forwards at small shapes only, and every test shape is a cube too
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 16
+            channels = 32
+            depth = 128
+            height = 128
+            width = 128
+            class Model(nn.Module):
+                def forward(self, x):
+                    return torch.median(x[:, :, 4:, 4:, 4:], dim=1).values
+            def get_inputs():
+                return [torch.rand(batch_size, channels, depth, height, width)]
+            def get_init_inputs():
+                return []
+        """
+        facts = import_problem(problem_file(self, source))
+        self.assertEqual([a["dims"] for a in facts["args"]],
+                         [["batch_size", "channels", "depth", "height", "width"],
+                          ["batch_size", "depth - 4", "height - 4", "width - 4"]])
+
     def test_an_operation_without_a_meta_kernel_gets_its_dims_from_small_real_forwards(self):
         source = """
             import torch
