@@ -143,7 +143,20 @@ class ShapePlanner:
         return values
 
     def odd(self, values, held, n):
-        return {s: v if s in held else _nth_odd(v, self.floor[s], n) for s, v in values.items()}
+        """The `n`-th odd candidates of `values` (held symbols keep theirs). Symbols that would take
+        the same value take the next candidates instead, so a cube (depth = height = width = 128)
+        is tested as a box: a kernel that swaps or reuses sizes of equal file values fails."""
+        odd, taken = {}, set()
+        for s, v in values.items():
+            if s in held:
+                odd[s] = v
+                continue
+            for extra in range(8):
+                odd[s] = _nth_odd(v, self.floor[s], n + extra)
+                if (v, odd[s]) not in taken:
+                    break
+            taken.add((v, odd[s]))
+        return odd
 
     def _first_working(self, target, first_weight, avoid, check, first_n=0):
         attempts = ([([], first_n + n) for n in range(3)]                       # the next odd values

@@ -133,6 +133,26 @@ class Shapes(unittest.TestCase):
         tiny = import_problem(problem_file(self, source))["shapes"]["tests"][0]
         self.assertEqual(tiny, {"rows": 1, "cols": 2})
 
+    def test_sizes_of_equal_file_values_differ_in_the_scaled_shapes(self):
+        # KernelBench's cubes and squares (height = width = 128): a kernel that takes the width for
+        # the height must fail a test
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 16
+            depth = height = width = 128
+            class Model(nn.Module):
+                def forward(self, x):
+                    return torch.tanh(x)
+            def get_inputs():
+                return [torch.rand(batch_size, depth, height, width)]
+            def get_init_inputs():
+                return []
+        """
+        shapes = import_problem(problem_file(self, source))["shapes"]
+        for shape in shapes["tests"][1:] + shapes["held_out"]:
+            self.assertEqual(len({shape["depth"], shape["height"], shape["width"]}), 3, shape)
+
     def test_without_a_meta_kernel_sizes_of_equal_file_values_still_get_their_own_dims(self):
         # KernelBench's 3D max pool over a 128^3 cube: with no meta kernel (torch 1.13), output dims
         # come from real forwards at small shapes only, and every test shape is a cube too
