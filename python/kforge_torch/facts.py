@@ -60,11 +60,21 @@ class Runner:
             self.full_runs[key] = run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device)
         return self.full_runs[key]
 
+    def seconds(self, sizes):
+        """Own + fp64 time of the run at `sizes`: measured where both ran (fp64 can be 10-50 times
+        slower than the own dtype on the CPU: no MKL-DNN convolution in double), else three times
+        the own run."""
+        full = self.full_runs.get(self.key(sizes))
+        if full is not None:
+            return full.seconds + full.seconds64
+        own = self.own.get(self.key(sizes))
+        return None if own is None else 3 * own.seconds
+
     def estimate_seconds(self, elements, measured):
         """Own + fp64 run time at `elements` (largest tensor), extrapolated from real runs at the shapes
         `measured` [(sizes, elements)]: the power law through the two largest, between linear and
         quadratic, so matmul-like growth is not mistaken for elementwise."""
-        points = sorted((e, self.own[self.key(z)].seconds) for z, e in measured if self.key(z) in self.own and e)
+        points = sorted((e, self.seconds(z)) for z, e in measured if self.seconds(z) is not None and e)
         if not points:
             return float("inf")
         big_e, big_t = points[-1]
@@ -74,7 +84,7 @@ class Runner:
             if big_e > small_e and small_t > MEANINGFUL_SECONDS:  # shorter runs are mostly overhead
                 power = math.log(max(big_t, small_t) / small_t) / math.log(big_e / small_e)
         power = min(2.0, max(1.0, power))
-        return 3 * big_t * max(1.0, elements / big_e) ** power
+        return 1.5 * big_t * max(1.0, elements / big_e) ** power
 
 
 def variation_points(file_values):
@@ -119,6 +129,8 @@ def import_problem(path, symbols=None, device="cpu"):
                            why=lambda: runner.last_failure)
     tests = planner.tests()
     check_determinism(problem_file.load(tests[-1]), device)
+    for z in tests:
+        runner.full(z)  # own and fp64: needed for the tolerances, and to time the held-out shape's
     measured = [(z, planner.max_elements(z)) for z in tests]
 
     def held_out_works(values):

@@ -125,10 +125,11 @@ class Evaluator:
 class RealRun:
     """One real run: inputs, parameters, outputs in the program's dtype and, where it runs, in fp64."""
 
-    def __init__(self, sizes, inputs, state, outputs, output_tuple, outputs64, fp64_note, seconds):
+    def __init__(self, sizes, inputs, state, outputs, output_tuple, outputs64, fp64_note, seconds, seconds64=0.0):
         self.sizes, self.inputs, self.state = sizes, inputs, state
         self.outputs, self.output_tuple = outputs, output_tuple
         self.outputs64, self.fp64_note, self.seconds = outputs64, fp64_note, seconds
+        self.seconds64 = seconds64  # the fp64 forward (with its copies), 0 without one
         self.layout = Layout(input_facts(inputs), [(k, tensor_fact(t, f"parameter {k}")) for k, t in state.items()],
                              output_facts(outputs), output_tuple)
 
@@ -153,6 +154,7 @@ def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, pro
     outputs, is_tuple = program.run_forward(model, fresh, device)
     seconds = time.perf_counter() - began  # model, inputs and the own forward
     outputs64, note = None, ""
+    began64 = time.perf_counter()
     if fp64:
         try:
             outputs64, _ = program.run_forward(model_to_fp64(model), inputs_to_fp64(inputs), device)
@@ -164,5 +166,6 @@ def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, pro
                                        f"give {list(own.shape)}")
         except ProblemError as e:
             outputs64, note = None, f"the program does not run in fp64: {e}"
+    seconds64 = time.perf_counter() - began64 if fp64 else 0.0
     state = {k: t.detach() for k, t in model.state_dict().items()}
-    return RealRun(dict(sizes), inputs, state, outputs, is_tuple, outputs64, note, seconds)
+    return RealRun(dict(sizes), inputs, state, outputs, is_tuple, outputs64, note, seconds, seconds64)

@@ -1,10 +1,11 @@
 """shapes.py and facts.py: which variables are sizes, and the shapes chosen for tests and held-out."""
+import types
 import unittest
 
 import torch
 
 from support import problem_file
-from kforge_torch.facts import import_problem
+from kforge_torch.facts import Runner, import_problem
 from kforge_torch.layout import Evaluator
 from kforge_torch.problem import ProblemError, ProblemFile
 from kforge_torch.shapes import _nth_odd, detect_symbols
@@ -152,6 +153,17 @@ class Shapes(unittest.TestCase):
         shapes = import_problem(problem_file(self, source))["shapes"]
         for shape in shapes["tests"][1:] + shapes["held_out"]:
             self.assertEqual(len({shape["depth"], shape["height"], shape["width"]}), 3, shape)
+
+    def test_the_held_out_time_estimate_counts_the_fp64_forward(self):
+        # fp64 convolutions on the CPU run 10-50 times slower than fp32 ones (no MKL-DNN in double):
+        # KernelBench's conv2d spent 40 s of a 42 s import on the held-out shape's fp64 forward
+        runner = Runner(None, "cpu")
+        shape = {"n": 9}
+        runner.own[Runner.key(shape)] = types.SimpleNamespace(seconds=0.01)
+        self.assertAlmostEqual(runner.estimate_seconds(100, [(shape, 100)]), 1.5 * 3 * 0.01)
+        runner.full_runs[Runner.key(shape)] = types.SimpleNamespace(seconds=0.01, seconds64=1.0)
+        self.assertAlmostEqual(runner.estimate_seconds(100, [(shape, 100)]), 1.5 * 1.01)
+        self.assertAlmostEqual(runner.estimate_seconds(200, [(shape, 100)]), 1.5 * 1.01 * 2)
 
     def test_without_a_meta_kernel_sizes_of_equal_file_values_still_get_their_own_dims(self):
         # KernelBench's 3D max pool over a 128^3 cube: with no meta kernel (torch 1.13), output dims
