@@ -5,9 +5,9 @@ kforge's plans, checks and rooflines need each dim as an expression (`batch_size
 fixed list of forms that matches every observation exactly; the forms are those that convolutions,
 pooling, reshapes and concatenations produce:
 
-    c,  s,  s + c,  s - c,  s * c,  s / c,  (s - c1) / c2 + 1,  s * t,  s * t * c,  s * t * u
+    c,  s,  s + c,  s - c,  s * c,  s / c,  s * c + d,  (s - c1) / c2 + 1,  s * t,  s * t * c,  s * t * u
 
-(s, t, u symbols, possibly the same; c integers, c1 of either sign; `/` is integer division, as in
+(s, t, u symbols, possibly the same; c integers, c1 and d of either sign; `/` is integer division, as in
 kforge's expression language). `(s + c1) / c2` (ceil-mode pooling, `ceil_div`) is the same family:
 it equals `(s - (c2 - c1)) / c2 + 1`, and is written that way. Each integer-division form is solved exactly: `s / c == v` holds exactly when
 `s / (v + 1) < c <= s / v`, so the constants that match every observation form an interval, and the
@@ -78,6 +78,20 @@ def _simple_fit(form, s, pairs):
     return None
 
 
+def _scaled_offset_fit(s, pairs):
+    """`s * c + d` (c >= 2, d of either sign, not 0: a transposed convolution with a stride) if it
+    matches every (s, v), else None."""
+    s0, v0 = pairs[0]
+    s1, v1 = next(((x, v) for x, v in pairs if x != s0), (None, None))
+    if s1 is None or (v1 - v0) % (s1 - s0):
+        return None
+    c = (v1 - v0) // (s1 - s0)
+    d = v0 - c * s0
+    if c < 2 or d == 0 or not all(v == x * c + d for x, v in pairs):
+        return None
+    return Fit(f"{s} * {c}{_plus(d)}", lambda z, c=c, d=d: z[s] * c + d)
+
+
 def _strided_fits(s, pairs):
     for c2 in range(2, MAX_DIVISOR + 1):
         interval = _offset_interval(pairs, c2)  # (s - c1) / c2 + 1 == v  <=>  (s + x) // c2 == v - 1, x = -c1
@@ -99,6 +113,10 @@ def fit_dim(points, symbols):
             fit = _simple_fit(form, s, per_symbol[s])
             if fit:
                 return fit
+    for s in symbols:
+        fit = _scaled_offset_fit(s, per_symbol[s])
+        if fit:
+            return fit
     for s in symbols:
         fit = _strided_fits(s, per_symbol[s])
         if fit:

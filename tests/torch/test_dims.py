@@ -26,6 +26,8 @@ class FitDim(unittest.TestCase):
             "a - 2": lambda z: z["a"] - 2,
             "c * 4": lambda z: z["c"] * 4,
             "a / 4": lambda z: z["a"] // 4,
+            "a * 2 - 1": lambda z: (z["a"] - 1) * 2 - 2 + 3,          # transposed conv: kernel 3, padding 1, stride 2
+            "b * 3 + 3": lambda z: (z["b"] - 1) * 3 - 2 * 2 + 2 * (5 - 1) + 1 + 1,  # and dilation 2, output padding 1
             "(a - 1) / 2 + 1": lambda z: (z["a"] + 2 - 3) // 2 + 1,   # conv: kernel 3, padding 1, stride 2
             "(a + 1) / 2 + 1": lambda z: (z["a"] + 2 * 2 - 3) // 2 + 1,  # kernel 3, padding 2, stride 2
             "(a - 1) / 8 + 1": lambda z: (z["a"] + 7) // 8,              # ceil-mode pooling, ceil_div(a, 8)
