@@ -60,7 +60,23 @@ def raised(what, error, path):
         if os.path.abspath(frame.filename) == path:
             line = frame.lineno
     where = f" ({os.path.basename(path)} line {line})" if line else ""
-    return ProblemError(f"{what} raises {message}{where}", error)
+    return ProblemError(f"{what} raises {message}{where}{_environment_hint(error)}", error)
+
+
+def _environment_hint(error):
+    """What to do where the program needs more than this python3 has: a module it lacks, or a torch
+    API newer than its torch (KernelBench's attention problems call F.scaled_dot_product_attention,
+    which torch 2.0 added)."""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        return (f"; {sys.executable} has no module {error.name.split('.')[0]}: install it for that python3, or "
+                "point KFORGE_PYTHON at one that has it")
+    if isinstance(error, AttributeError) and isinstance(getattr(error, "obj", None), types.ModuleType) \
+            and getattr(error.obj, "__name__", "").split(".")[0] == "torch":
+        return (f"; this PyTorch ({torch.__version__}) has no {error.obj.__name__}.{error.name}: import with a "
+                "newer one (KFORGE_PYTHON)")
+    if isinstance(error, AttributeError) and str(error).startswith("module 'torch"):
+        return f"; this PyTorch ({torch.__version__}) lacks it: import with a newer one (KFORGE_PYTHON)"
+    return ""
 
 
 class ProblemFile:

@@ -81,6 +81,21 @@ class Running(unittest.TestCase):
                                                   r"\(problem.py line 19\)"):
             ProblemFile(path).load().make_inputs(0, "cpu")
 
+    def test_a_module_this_python_lacks_and_a_torch_api_newer_than_its_torch_say_what_to_do(self):
+        # KernelBench's Mamba problems import einops; its attention ones call
+        # F.scaled_dot_product_attention, which torch 2.0 added
+        missing = SCALED.replace("    import torch\n", "    import torch\n    import kforge_no_such_module\n", 1)
+        path = problem_file(self, missing)
+        with self.assertRaisesRegex(ProblemError, r"ModuleNotFoundError: .* \(problem.py line 3\); .* has no module "
+                                                  r"kforge_no_such_module: install it .* or point KFORGE_PYTHON"):
+            ProblemFile(path).load()
+        path = problem_file(self, SCALED.replace("return self.proj(x)",
+                                                 "return torch.nn.functional.kforge_attention_of_the_future(x)"))
+        program = ProblemFile(path).load()
+        with self.assertRaisesRegex(ProblemError, r"this PyTorch \(.*\) has no torch.nn.functional."
+                                                  r"kforge_attention_of_the_future: import with a newer one"):
+            program.run_forward(program.build_model(1, "cpu"), program.make_inputs(1, "cpu"), "cpu")
+
     def test_inputs_that_are_not_tensors_or_numbers_are_refused(self):
         path = problem_file(self, SCALED.replace("return [torch.randn(batch_size, dim)]", "return [None]"))
         with self.assertRaisesRegex(ProblemError, "returned a NoneType at position 0"):
