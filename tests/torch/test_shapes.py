@@ -5,7 +5,7 @@ import unittest
 import torch
 
 from support import problem_file
-from kforge_torch.facts import Runner, import_problem
+from kforge_torch.facts import Runner, import_problem, moving_elements
 from kforge_torch.layout import Evaluator
 from kforge_torch.problem import ProblemError, ProblemFile
 from kforge_torch.shapes import _nth_odd, detect_symbols
@@ -164,6 +164,28 @@ class Shapes(unittest.TestCase):
         runner.full_runs[Runner.key(shape)] = types.SimpleNamespace(seconds=0.01, seconds64=1.0)
         self.assertAlmostEqual(runner.estimate_seconds(100, [(shape, 100)]), 1.5 * 1.01)
         self.assertAlmostEqual(runner.estimate_seconds(200, [(shape, 100)]), 1.5 * 1.01 * 2)
+
+    def test_the_work_a_shape_is_timed_by_counts_inputs_and_outputs_not_a_fixed_weight(self):
+        # KernelBench's Gemm_Sigmoid_LogSumExp: a fixed 4096 x 2048 weight is the largest tensor at
+        # every test shape, so by it the held-out shape (10^5 times the tests' work) looked no bigger
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 64
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gemm = nn.Linear(8, 4096)
+                def forward(self, x):
+                    return self.gemm(x).sum(dim=1)
+            def get_inputs():
+                return [torch.rand(batch_size, 8)]
+            def get_init_inputs():
+                return []
+        """
+        evaluator = Evaluator(ProblemFile(problem_file(self, source)))
+        self.assertEqual(moving_elements(evaluator, {"batch_size": 3}), 3 * 8 + 3)
+        self.assertEqual(moving_elements(evaluator, {"batch_size": 3000}), 3000 * 8 + 3000)
 
     def test_without_a_meta_kernel_sizes_of_equal_file_values_still_get_their_own_dims(self):
         # KernelBench's 3D max pool over a 128^3 cube: with no meta kernel (torch 1.13), output dims
