@@ -64,6 +64,31 @@ class Layout:
         return any(0 in f.dims for _, _, f in self.tensors())
 
 
+def structure(layout):
+    """(inputs, params, outputs) of a Layout without their dims: kinds, dtypes, ranks and parameter
+    keys (outputs None where unknown). A kernel has one signature: this must not change with sizes."""
+    inputs = tuple((type(f).__name__, f.dtype, len(f.dims) if hasattr(f, "dims") else 0) for f in layout.inputs)
+    params = tuple((key, f.dtype, len(f.dims)) for key, f in layout.params)
+    outputs = None if layout.outputs is None else tuple((f.dtype, len(f.dims)) for f in layout.outputs)
+    return inputs, params, outputs
+
+
+def first_difference(a, b, what):
+    """`what i: x vs y` for the first place two structure tuples differ, or their lengths."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"{what} {i}: {x} vs {y}"
+    return f"{what}: {len(a)} vs {len(b)}"
+
+
+def signature_change(a, b):
+    """None where Layouts `a` and `b` have one signature; else the first difference, as text."""
+    for part, what in zip(zip(structure(a), structure(b)), ("input", "parameter", "output")):
+        if part[0] is not None and part[1] is not None and part[0] != part[1]:
+            return first_difference(part[0], part[1], what)
+    return None
+
+
 def input_facts(inputs):
     return [tensor_fact(v, f"input {i}") if isinstance(v, torch.Tensor) else scalar_fact(v)
             for i, v in enumerate(inputs)]

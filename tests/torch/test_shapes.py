@@ -67,6 +67,33 @@ class Symbols(unittest.TestCase):
         symbols, notes, _ = detect_symbols(evaluator, module_vars)
         self.assertEqual(symbols, ["batch_size", "rows", "dim"])
 
+    def test_a_count_that_changes_the_number_of_parameters_is_no_size(self):
+        # KernelBench's GRU: h0 is (num_layers, batch, hidden), so num_layers moves an input's dims,
+        # but each layer has its own weights: the task's signature would change with it
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 8
+            num_layers = 3
+            class Model(nn.Module):
+                def __init__(self, num_layers):
+                    super().__init__()
+                    self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(num_layers))
+                def forward(self, x, h0):
+                    for layer, h in zip(self.layers, h0):
+                        x = torch.tanh(layer(x) + h)
+                    return x
+            def get_inputs():
+                return [torch.rand(batch_size, 4), torch.rand(num_layers, batch_size, 4)]
+            def get_init_inputs():
+                return [num_layers]
+        """
+        evaluator, module_vars = self.evaluator(source)
+        symbols, notes, _ = detect_symbols(evaluator, module_vars)
+        self.assertEqual(symbols, ["batch_size"])
+        self.assertTrue(any(n.startswith("num_layers changes the inputs' dims, but it changes the program's "
+                                         "signature (parameter: 6 vs 8 at num_layers=4)") for n in notes), notes)
+
     def test_symbols_named_on_the_command_line_must_be_int_variables(self):
         evaluator, module_vars = self.evaluator()
         with self.assertRaisesRegex(ProblemError, "--symbols names scale, which is not an int module variable"):
