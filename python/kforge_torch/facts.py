@@ -93,7 +93,7 @@ def moving_elements(evaluator, sizes):
     largest tensor at every test shape, so by it a held-out shape 10^5 times the tests' work looked
     no bigger (KernelBench's Gemm_Sigmoid_LogSumExp then spent minutes on one fp64 forward)."""
     try:
-        layout = evaluator.layout(sizes)
+        layout = evaluator.layout(sizes, outputs=False)  # outputs too where the meta device knows them
     except ProblemError:
         return None
     return sum(math.prod(f.dims) for role, _, f in layout.tensors() if role != "param")
@@ -160,10 +160,10 @@ def import_problem(path, symbols=None, device="cpu"):
     runs = [runner.full(z) for z in measured_shapes]
 
     layouts = [(z, run.layout) for z, run in zip(measured_shapes, runs)]
-    # Around the file's values, and around the smallest test shape: where an operation has no meta
-    # kernel, only small shapes have known outputs, and the test shapes alone may not tell symbols
-    # of equal file values apart (a pooled cube's depth, height and width).
-    for sizes in variation_points(file_values) + variation_points(tests[-1]) + held_out:
+    # Around the file's values, and around the tiny test shape: where an operation has no meta kernel,
+    # only small shapes have known outputs (real forwards, cheap there), and the test shapes alone may
+    # not tell symbols of equal file values apart (a pooled cube's depth, height and width).
+    for sizes in variation_points(file_values) + variation_points(tests[0]) + held_out:
         try:
             layout = evaluator.layout(sizes)
         except ProblemError:

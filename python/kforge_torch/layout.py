@@ -122,8 +122,10 @@ class Evaluator:
         program = self.file.load(sizes)
         return input_facts(program.make_inputs(0, "meta"))
 
-    def layout(self, sizes):
-        """The Layout at `sizes`; raises ProblemError where the program fails there."""
+    def layout(self, sizes, outputs=True):
+        """The Layout at `sizes`; raises ProblemError where the program fails there. With `outputs`
+        False, a program whose forward has no meta kernel is not run for real to learn its outputs
+        (choosing shapes needs only a size: a 3D transposed convolution runs 30 s at 2^22 elements)."""
         program = self.file.load(sizes)
         model = program.build_model(0, "meta")
         inputs = program.make_inputs(0, "meta")
@@ -141,7 +143,7 @@ class Evaluator:
                 self.meta_note = (f"the forward cannot run on the meta device ({why}); output dims come from "
                                   "real forwards at small sizes")
         elements = sum(math.prod(f.dims) for f in facts if isinstance(f, TensorFact))
-        if elements > REAL_FALLBACK_ELEMENTS:
+        if elements > REAL_FALLBACK_ELEMENTS or not outputs:
             return Layout(facts, params, None, None)
         run = run_real(self.file, sizes, 0, 0, self.real_device, fp64=False)
         return run.layout

@@ -122,7 +122,7 @@ class ShapePlanner:
 
     def max_elements(self, sizes):
         try:
-            layout = self.evaluator.layout(sizes)
+            layout = self.evaluator.layout(sizes, outputs=False)
         except ProblemError:
             return None
         return None if layout.has_empty_dim() else layout.max_elements()

@@ -1,4 +1,7 @@
 """shapes.py and facts.py: which variables are sizes, and the shapes chosen for tests and held-out."""
+import os
+import shutil
+import tempfile
 import types
 import unittest
 
@@ -213,6 +216,36 @@ class Shapes(unittest.TestCase):
         evaluator = Evaluator(ProblemFile(problem_file(self, source)))
         self.assertEqual(moving_elements(evaluator, {"batch_size": 3}), 3 * 8 + 3)
         self.assertEqual(moving_elements(evaluator, {"batch_size": 3000}), 3000 * 8 + 3000)
+
+    def test_choosing_shapes_runs_no_real_forward_where_the_meta_device_cannot(self):
+        # Sizing a shape needs its tensors' sizes, not the outputs a real forward gives: KernelBench's
+        # 3D transposed convolution + max pool (no meta kernel in torch 1.13) spent 80 s of a
+        # 90 s limit in forwards run only to size the shapes it was scaling
+        log = os.path.join(tempfile.mkdtemp(prefix="kforge-test-"), "real_forwards")
+        self.addCleanup(shutil.rmtree, os.path.dirname(log))
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 64
+            dim = 4096
+            class Model(nn.Module):
+                def forward(self, x):
+                    if x.device.type != "meta":
+                        with open(LOG, "a") as f:
+                            f.write(f"{tuple(x.shape)}\\n")
+                    return torch.median(x, dim=1).values
+            def get_inputs():
+                return [torch.rand(batch_size, dim)]
+            def get_init_inputs():
+                return []
+        """.replace("LOG", repr(log))
+        evaluator = Evaluator(ProblemFile(problem_file(self, source)))
+        evaluator.layout({"batch_size": 3, "dim": 5}, outputs=False)
+        self.assertEqual(moving_elements(evaluator, {"batch_size": 3, "dim": 7}), 21 + 3 * evaluator.meta_forward)
+        self.assertFalse(os.path.exists(log))
+        if not evaluator.meta_forward:  # the dims of the outputs still come from a small real forward
+            self.assertEqual(evaluator.layout({"batch_size": 3, "dim": 5}).outputs[0].dims, (3,))
+            self.assertTrue(os.path.exists(log))
 
     def test_without_a_meta_kernel_sizes_of_equal_file_values_still_get_their_own_dims(self):
         # KernelBench's 3D max pool over a 128^3 cube: with no meta kernel (torch 1.13), output dims
