@@ -12,7 +12,7 @@ import time
 import torch
 
 from .arguments import describe_arguments
-from .checks import bytes_expression, check_determinism, checkable, count_flops, output_check
+from .checks import ITEMSIZE, bytes_expression, check_determinism, checkable, count_flops, output_check
 from .layout import Evaluator, run_real
 from .problem import ProblemError, ProblemFile
 from .shapes import ShapePlanner, detect_symbols, label
@@ -36,7 +36,7 @@ class Runner:
 
     def works(self, sizes):
         try:
-            run = run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device, fp64=False)
+            run = _slim(run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device, fp64=False))
         except ProblemError as e:
             self.last_failure = str(e)
             return False
@@ -57,7 +57,7 @@ class Runner:
     def full(self, sizes):
         key = self.key(sizes)
         if key not in self.full_runs:
-            self.full_runs[key] = run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device)
+            self.full_runs[key] = _slim(run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device))
         return self.full_runs[key]
 
     def seconds(self, sizes):
@@ -85,6 +85,49 @@ class Runner:
                 power = math.log(max(big_t, small_t) / small_t) / math.log(big_e / small_e)
         power = min(2.0, max(1.0, power))
         return 1.5 * big_t * max(1.0, elements / big_e) ** power
+
+
+def _slim(run):
+    """A run as the importer keeps it: its layout, outputs and times, without the inputs and
+    parameters (a cached run held its model's parameters: gigabytes each for a wide MLP)."""
+    run.inputs = run.state = None
+    return run
+
+
+def available_memory_bytes():
+    """MemAvailable of /proc/meminfo, or None where there is none (not Linux)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(evaluator, symbols, device):
+    """Raises ProblemError where the model's parameters alone (at the smallest sizes: they rarely
+    move with them) leave no room on the CPU for the import's runs: the model, and its fp64 copy
+    (made from a copy of it), about four times their bytes. KernelBench's ShallowWideMLP has 8.6 GB
+    of fp32 weights whatever its sizes; its import was killed for memory."""
+    available = available_memory_bytes() if device == "cpu" else None
+    if available is None:
+        return
+    smallest = None
+    for sizes in (dict.fromkeys(symbols, 1), {}):
+        try:
+            layout = evaluator.layout(sizes, outputs=False)
+        except ProblemError:
+            continue
+        params = sum(math.prod(f.dims) * ITEMSIZE[f.dtype] for _, f in layout.params)
+        smallest = params if smallest is None else min(smallest, params)
+    if smallest is not None and 4 * smallest > available:
+        gib = 1 << 30
+        raise ProblemError(f"the model's parameters take {smallest / gib:.1f} GiB at the smallest sizes, and its "
+                           f"runs here (in its dtype and in fp64) need about {4 * smallest / gib:.1f} GiB, more "
+                           f"than the {available / gib:.1f} GiB this machine has available: import on a GPU "
+                           "machine with --device cuda, or with more memory")
 
 
 def moving_elements(evaluator, sizes):
@@ -135,6 +178,7 @@ def import_problem(path, symbols=None, device="cpu"):
         raise ProblemError(no_symbols_message(symbol_notes, module_vars))
     notes += symbol_notes
     file_values = {s: module_vars[s] for s in symbols}
+    check_memory(evaluator, symbols, device)
 
     runner = Runner(problem_file, device)
     planner = ShapePlanner(evaluator, symbols, file_values, runner.works, runner.checkable,

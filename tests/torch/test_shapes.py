@@ -8,6 +8,7 @@ import unittest
 import torch
 
 from support import problem_file
+from kforge_torch import facts
 from kforge_torch.facts import Runner, import_problem, moving_elements
 from kforge_torch.layout import Evaluator
 from kforge_torch.problem import ProblemError, ProblemFile
@@ -216,6 +217,35 @@ class Shapes(unittest.TestCase):
         evaluator = Evaluator(ProblemFile(problem_file(self, source)))
         self.assertEqual(moving_elements(evaluator, {"batch_size": 3}), 3 * 8 + 3)
         self.assertEqual(moving_elements(evaluator, {"batch_size": 3000}), 3000 * 8 + 3000)
+
+    def test_a_model_whose_parameters_leave_no_room_here_is_refused_before_it_is_built(self):
+        # KernelBench's ShallowWideMLP holds 8.6 GB of fp32 weights whatever its sizes: its import was
+        # killed for memory (SIGKILL, no message)
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 64
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gemm = nn.Linear(4096, 4096)
+                def forward(self, x):
+                    return self.gemm(x)
+            def get_inputs():
+                return [torch.rand(batch_size, 4096)]
+            def get_init_inputs():
+                return []
+        """
+        path = problem_file(self, source)
+        real = facts.available_memory_bytes
+        self.addCleanup(setattr, facts, "available_memory_bytes", real)
+        facts.available_memory_bytes = lambda: 200 << 20  # the weight is 64 MiB: its runs need 256 MiB
+        with self.assertRaisesRegex(ProblemError, r"^the model's parameters take 0.1 GiB at the smallest sizes, "
+                                    r"and its runs here .* need about 0.3 GiB, more than the 0.2 GiB .* available: "
+                                    r"import on a GPU machine with --device cuda"):
+            import_problem(path)
+        facts.available_memory_bytes = lambda: 300 << 20
+        self.assertEqual(import_problem(path)["symbols"], ["batch_size"])
 
     def test_choosing_shapes_runs_no_real_forward_where_the_meta_device_cannot(self):
         # Sizing a shape needs its tensors' sizes, not the outputs a real forward gives: KernelBench's
