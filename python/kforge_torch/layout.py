@@ -12,7 +12,6 @@ inputs are small; at bigger sizes the outputs stay unknown and their dims come f
 `.double()`) on the same inputs, as the tolerances and the reference process need.
 """
 import collections
-import copy
 import math
 import time
 
@@ -161,9 +160,11 @@ class RealRun:
                              output_facts(outputs), output_tuple)
 
 
-def model_to_fp64(model):
-    """A double copy of the model (floating parameters and buffers)."""
-    return copy.deepcopy(model).double()
+def model_to_fp64(program, param_seed, device):
+    """The model in double (floating parameters and buffers), built afresh under the same seed: a
+    deep copy would keep what the model's closures refer to, the fp32 original (KernelBench's
+    MiniGPTBlock runs its MLP through `self.mlpf = lambda x: m.c_proj(...)`, m = self.mlp)."""
+    return program.build_model(param_seed, device).double()
 
 
 def inputs_to_fp64(inputs):
@@ -184,7 +185,8 @@ def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, pro
     began64 = time.perf_counter()
     if fp64:
         try:
-            outputs64, _ = program.run_forward(model_to_fp64(model), inputs_to_fp64(inputs), device)
+            outputs64, _ = program.run_forward(model_to_fp64(program, param_seed, device), inputs_to_fp64(inputs),
+                                               device)
             if len(outputs64) != len(outputs):
                 raise ProblemError(f"the fp64 forward returned {len(outputs64)} outputs, not {len(outputs)}")
             for own, ref in zip(outputs, outputs64):

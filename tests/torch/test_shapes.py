@@ -218,6 +218,31 @@ class Shapes(unittest.TestCase):
         self.assertEqual(moving_elements(evaluator, {"batch_size": 3}), 3 * 8 + 3)
         self.assertEqual(moving_elements(evaluator, {"batch_size": 3000}), 3000 * 8 + 3000)
 
+    def test_a_model_that_calls_a_closure_over_its_own_layers_runs_in_fp64(self):
+        # KernelBench's MiniGPTBlock: self.mlpf = lambda x: m.c_proj(m.c_fc(x)), m = self.mlp; a deep
+        # copy made double kept calling the fp32 layers, so the fp64 run failed and the task fell
+        # back to KernelBench's plain 1e-4 tolerance
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 8
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mlp = nn.Linear(16, 16)
+                    m = self.mlp
+                    self.mlpf = lambda x: torch.tanh(m(x))
+                def forward(self, x):
+                    return self.mlpf(x)
+            def get_inputs():
+                return [torch.rand(batch_size, 16)]
+            def get_init_inputs():
+                return []
+        """
+        facts = import_problem(problem_file(self, source))
+        self.assertFalse([n for n in facts["notes"] if "fp64" in n], facts["notes"])
+        self.assertIn("max_abs_ref", facts["checks"]["out"]["atol"])
+
     def test_a_model_whose_parameters_leave_no_room_here_is_refused_before_it_is_built(self):
         # KernelBench's ShallowWideMLP holds 8.6 GB of fp32 weights whatever its sizes: its import was
         # killed for memory (SIGKILL, no message)
