@@ -14,6 +14,7 @@ import torch
 from .arguments import describe_arguments
 from .checks import bytes_expression, check_determinism, checkable, count_flops, output_check
 from .layout import Evaluator, run_real
+from .model_state import mode_sentence, random_modules_note
 from .problem import ProblemError, ProblemFile
 from .shapes import ShapePlanner, detect_symbols, label
 
@@ -108,11 +109,20 @@ def import_problem(path, symbols=None, device="cpu"):
     if symbols:
         tests = planner.tests()
     else:
-        if not runner.works({}):
-            runner.full({})  # raises the program's own error
+        try:
+            if not runner.works({}):
+                runner.full({})  # raises the program's own error
+        except ProblemError as e:
+            dropped = "; ".join(notes)
+            raise ProblemError("no size symbols" + (f" ({dropped})" if dropped else "") + ", so the task has the "
+                               f"file's shape only, and there: {e}") from None
         tests = [{}]
         notes.append("no size symbols: the task has the file's shape only, and no held-out shape")
-    check_determinism(problem_file.load(tests[-1]), device)
+    program = problem_file.load(tests[-1])
+    check_determinism(program, device)
+    if program.random_modules:
+        notes.append(random_modules_note(program.random_modules))
+    mode = mode_sentence(program.build_model(0, "meta"), program.random_modules)
     measured = [(z, planner.max_elements(z)) for z in tests]
 
     def held_out_works(values):
@@ -162,6 +172,7 @@ def import_problem(path, symbols=None, device="cpu"):
         "shapes": shapes,
         "args": args,
         "output_tuple": output_tuple,
+        "mode": mode,
         "checks": checks,
         "flops": count_flops(problem_file, [file_values] + tests + held_out, notes),
         "bytes": bytes_expression(args),

@@ -101,6 +101,33 @@ class Shapes(unittest.TestCase):
         tiny = import_problem(problem_file(self, source))["shapes"]["tests"][0]
         self.assertEqual(tiny, {"rows": 1, "cols": 2})
 
+    def test_a_tensor_of_fixed_size_does_not_shrink_the_test_shapes(self):
+        # The table (vocab x embed, 2^21 elements) is larger than a test shape's target at every shape; the
+        # shapes must shrink only until the tensors that move (tokens, out) fit, not to the symbols' floors.
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 64
+            seq_len = 512
+            vocab = 32768
+            embed = 64
+            class Model(nn.Module):
+                def __init__(self, vocab, embed):
+                    super().__init__()
+                    self.table = nn.Embedding(vocab, embed)
+                def forward(self, tokens):
+                    return self.table(tokens).sum(dim=1)
+            def get_inputs():
+                return [torch.randint(0, vocab, (batch_size, seq_len))]
+            def get_init_inputs():
+                return [vocab, embed]
+        """
+        facts = import_problem(problem_file(self, source))
+        big = facts["shapes"]["tests"][1]
+        self.assertGreater(big["batch_size"] * big["seq_len"], 1 << 14, facts["shapes"])
+        held_out = facts["shapes"]["held_out"][0]
+        self.assertGreater(held_out["batch_size"] * held_out["seq_len"], 1 << 14, facts["shapes"])
+
     def test_an_operation_without_a_meta_kernel_gets_its_dims_from_small_real_forwards(self):
         source = """
             import torch
