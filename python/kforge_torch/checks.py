@@ -20,6 +20,7 @@ import math
 
 import torch
 
+from .model_state import model_tensors
 from .problem import ProblemError, dtype_name
 
 RTOL = {"f32": 1e-5, "f64": 1e-12, "bf16": 1.6e-2, "f16": 2e-3}
@@ -198,7 +199,7 @@ def check_determinism(program, device, input_seed=11, param_seed=12):
                                "not set?)")
     model = program.build_model(param_seed, device)
     again = program.build_model(param_seed, device)
-    for (key, a), b in zip(model.state_dict().items(), again.state_dict().values()):
+    for (key, a), b in zip(model_tensors(model).items(), model_tensors(again).values()):
         if not _same(a, b):
             raise ProblemError(f"not deterministic: Model(*get_init_inputs()) gives different values of {key} "
                                "under the same seed")
@@ -208,5 +209,7 @@ def check_determinism(program, device, input_seed=11, param_seed=12):
         runs.append(program.run_forward(model, inputs, device)[0])
     for i, (a, b) in enumerate(zip(*runs)):
         if not _same(a, b):
-            raise ProblemError(f"not deterministic in eval mode: two forwards on the same inputs give different "
-                               f"values of output {i} (does the forward draw random numbers, e.g. torch.rand?)")
+            raise ProblemError(f"not deterministic: two forwards on the same inputs give different values of "
+                               f"output {i} (does the forward draw random numbers, e.g. torch.rand or "
+                               "F.dropout? kforge runs the model as KernelBench does, in training mode, with "
+                               "dropout modules quieted)")

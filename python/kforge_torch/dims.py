@@ -8,10 +8,10 @@ pooling, reshapes and concatenations produce:
     c,  s,  s + c,  s - c,  s * c,  s / c,  s * c + d,  (s - c1) / c2 + 1,  s + t + c,  s * t,  s * t * c,
     s * t * u
 
-(s, t, u symbols, possibly the same, but two different ones in s + t + c; c integers, c1 and d of
-either sign; `/` is integer division, as in kforge's expression language). `(s + c1) / c2`
-(ceil-mode pooling, `ceil_div`) is the same family: it equals `(s - (c2 - c1)) / c2 + 1`, and is
-written that way. Each integer-division form is solved exactly: `s / c == v` holds exactly when
+(s, t, u symbols, possibly the same, but two different ones in s + t + c, a concatenation's length;
+c integers, c1 and d of either sign; `/` is integer division, as in kforge's expression language). `s * c + d` is a transposed convolution with a stride: its output is
+`(s - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1`. `(s + c1) / c2` (ceil-mode pooling, `ceil_div`) is the same family:
+it equals `(s - (c2 - c1)) / c2 + 1`, and is written that way. Each integer-division form is solved exactly: `s / c == v` holds exactly when
 `s / (v + 1) < c <= s / v`, so the constants that match every observation form an interval, and the
 one nearest zero is taken.
 """
@@ -62,7 +62,8 @@ def _nearest_zero(low, high):
 
 
 def _simple_fit(form, s, pairs):
-    """Form 0..4 (s, s + c, s - c, s * c, s / c) of symbol `s` if it matches every (s, v), else None."""
+    """Form 0..5 (s, s + c, s - c, s * c, s / c, s * c + d) of symbol `s` if it matches every (s, v), else
+    None."""
     s0, v0 = pairs[0]
     if form == 0 and all(v == x for x, v in pairs):
         return Fit(s, lambda z: z[s])
@@ -77,21 +78,14 @@ def _simple_fit(form, s, pairs):
         if interval and interval[1] >= 2:
             c = max(2, interval[0])
             return Fit(f"{s} / {c}", lambda z, c=c: z[s] // c)
+    if form == 5:
+        s1, v1 = next(((x, v) for x, v in pairs if x != s0), (s0, v0))
+        if s1 != s0 and (v1 - v0) % (s1 - s0) == 0 and (v1 - v0) // (s1 - s0) >= 2:
+            c = (v1 - v0) // (s1 - s0)
+            d = v0 - c * s0
+            if d and all(v == x * c + d for x, v in pairs):
+                return Fit(f"{s} * {c}{_plus(d)}", lambda z, c=c, d=d: z[s] * c + d)
     return None
-
-
-def _scaled_offset_fit(s, pairs):
-    """`s * c + d` (c >= 2, d of either sign, not 0: a transposed convolution with a stride) if it
-    matches every (s, v), else None."""
-    s0, v0 = pairs[0]
-    s1, v1 = next(((x, v) for x, v in pairs if x != s0), (None, None))
-    if s1 is None or (v1 - v0) % (s1 - s0):
-        return None
-    c = (v1 - v0) // (s1 - s0)
-    d = v0 - c * s0
-    if c < 2 or d == 0 or not all(v == x * c + d for x, v in pairs):
-        return None
-    return Fit(f"{s} * {c}{_plus(d)}", lambda z, c=c, d=d: z[s] * c + d)
 
 
 def _strided_fits(s, pairs):
@@ -110,15 +104,11 @@ def fit_dim(points, symbols):
     if all(v == values[0] for v in values):
         return Fit(str(values[0]), lambda z, c=values[0]: c)
     per_symbol = {s: [(z[s], v) for z, v in points] for s in symbols}
-    for form in range(5):  # s, s + c, s - c, s * c, s / c: the first form any symbol fits
+    for form in range(6):  # s, s + c, s - c, s * c, s / c, s * c + d: the first form any symbol fits
         for s in symbols:
             fit = _simple_fit(form, s, per_symbol[s])
             if fit:
                 return fit
-    for s in symbols:
-        fit = _scaled_offset_fit(s, per_symbol[s])
-        if fit:
-            return fit
     for s in symbols:
         fit = _strided_fits(s, per_symbol[s])
         if fit:

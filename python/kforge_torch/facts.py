@@ -12,8 +12,9 @@ import time
 import torch
 
 from .arguments import describe_arguments
-from .checks import ITEMSIZE, bytes_expression, check_determinism, checkable, count_flops, output_check
+from .checks import bytes_expression, check_determinism, checkable, count_flops, output_check
 from .layout import Evaluator, run_real
+from .model_state import mode_sentence, random_modules_note
 from .problem import ProblemError, ProblemFile
 from .shapes import ShapePlanner, detect_symbols, label
 
@@ -94,42 +95,6 @@ def _slim(run):
     return run
 
 
-def available_memory_bytes():
-    """MemAvailable of /proc/meminfo, or None where there is none (not Linux)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def check_memory(evaluator, symbols, device):
-    """Raises ProblemError where the model's parameters alone (at the smallest sizes: they rarely
-    move with them) leave no room on the CPU for the import's runs: the model, and its fp64 copy
-    (made from a copy of it), about four times their bytes. KernelBench's ShallowWideMLP has 8.6 GB
-    of fp32 weights whatever its sizes; its import was killed for memory."""
-    available = available_memory_bytes() if device == "cpu" else None
-    if available is None:
-        return
-    smallest = None
-    for sizes in (dict.fromkeys(symbols, 1), {}):
-        try:
-            layout = evaluator.layout(sizes, outputs=False)
-        except ProblemError:
-            continue
-        params = sum(math.prod(f.dims) * ITEMSIZE[f.dtype] for _, f in layout.params)
-        smallest = params if smallest is None else min(smallest, params)
-    if smallest is not None and 4 * smallest > available:
-        gib = 1 << 30
-        raise ProblemError(f"the model's parameters take {smallest / gib:.1f} GiB at the smallest sizes, and its "
-                           f"runs here (in its dtype and in fp64) need about {4 * smallest / gib:.1f} GiB, more "
-                           f"than the {available / gib:.1f} GiB this machine has available: import on a GPU "
-                           "machine with --device cuda, or with more memory")
-
-
 def moving_elements(evaluator, sizes):
     """Elements of the inputs and outputs at `sizes` (None where the program fails there): the measure
     a forward's time grows with. Parameters are left out: a GEMM's fixed 4096 x 4096 weight is the
@@ -178,13 +143,16 @@ def import_problem(path, symbols=None, device="cpu"):
         raise ProblemError(no_symbols_message(symbol_notes, module_vars))
     notes += symbol_notes
     file_values = {s: module_vars[s] for s in symbols}
-    check_memory(evaluator, symbols, device)
 
     runner = Runner(problem_file, device)
     planner = ShapePlanner(evaluator, symbols, file_values, runner.works, runner.checkable,
                            why=lambda: runner.last_failure)
     tests = planner.tests()
-    check_determinism(problem_file.load(tests[-1]), device)
+    program = problem_file.load(tests[-1])
+    check_determinism(program, device)
+    if program.random_modules:
+        notes.append(random_modules_note(program.random_modules))
+    mode = mode_sentence(program.build_model(0, "meta"), program.random_modules)
     for z in tests:
         runner.full(z)  # own and fp64: needed for the tolerances, and to time the held-out shape's
     measured = [(z, moving_elements(evaluator, z)) for z in tests]
@@ -239,6 +207,7 @@ def import_problem(path, symbols=None, device="cpu"):
         "shapes": shapes,
         "args": args,
         "output_tuple": output_tuple,
+        "mode": mode,
         "checks": checks,
         "flops": count_flops(problem_file, [file_values] + tests + held_out, notes),
         "bytes": bytes_expression(args),

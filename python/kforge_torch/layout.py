@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from .model_state import model_tensors, to_fp64
 from .problem import ProblemError, dtype_name
 
 # dims: a tuple of ints. A 0-dim tensor is held as one element, dims (1,), with zero_dim set so the
@@ -56,8 +57,10 @@ class Layout:
         for i, fact in enumerate(self.outputs or []):
             yield "output", i, fact
 
-    def max_elements(self):
-        return max((math.prod(f.dims) for _, _, f in self.tensors()), default=0)
+    def max_elements(self, only=None):
+        """Elements of the largest tensor, or of the largest whose (role, index or key) is in `only`."""
+        return max((math.prod(f.dims) for role, key, f in self.tensors() if only is None or (role, key) in only),
+                   default=0)
 
     def has_empty_dim(self):
         return any(0 in f.dims for _, _, f in self.tensors())
@@ -94,7 +97,7 @@ def input_facts(inputs):
 
 
 def param_facts(model):
-    return [(key, tensor_fact(t, f"parameter {key}")) for key, t in model.state_dict().items()]
+    return [(key, tensor_fact(t, f"parameter {key}")) for key, t in model_tensors(model).items()]
 
 
 def output_facts(outputs):
@@ -161,10 +164,11 @@ class RealRun:
 
 
 def model_to_fp64(program, param_seed, device):
-    """The model in double (floating parameters and buffers), built afresh under the same seed: a
-    deep copy would keep what the model's closures refer to, the fp32 original (KernelBench's
-    MiniGPTBlock runs its MLP through `self.mlpf = lambda x: m.c_proj(...)`, m = self.mlp)."""
-    return program.build_model(param_seed, device).double()
+    """The model in double (floating parameters, buffers and tensor attributes), built afresh under
+    the same seed: a deep copy would keep what the model's closures refer to, the fp32 original
+    (KernelBench's MiniGPTBlock runs its MLP through `self.mlpf = lambda x: m.c_proj(...)`,
+    m = self.mlp)."""
+    return to_fp64(program.build_model(param_seed, device), in_place=True)
 
 
 def inputs_to_fp64(inputs):
@@ -172,9 +176,59 @@ def inputs_to_fp64(inputs):
     return [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
 
 
+def free_memory_bytes(device):
+    """Bytes the program may allocate on `device`: the GPU's free memory, or the host's MemAvailable."""
+    if torch.device(device).type == "cuda":
+        return torch.cuda.mem_get_info()[0]
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _gib(n):
+    return f"{n / (1 << 30):.3g} GiB"
+
+
+def check_memory(program, sizes, device, fp64):
+    """Raises ProblemError where a real run at `sizes` would not fit in the memory free on `device`, so a
+    problem whose file shape (or whose parameters, at any shape) holds gigabytes fails with the reason
+    instead of exhausting the machine. Estimated on the meta device: the inputs twice (the forward gets
+    copies), the parameters and buffers once, the outputs and the forward's temporaries as twice the
+    largest input, and all of it twice more for the fp64 run, within half of what is free."""
+    free = free_memory_bytes(device)
+    if free is None:
+        return
+    model = program.build_model(0, "meta")
+    inputs = [v for v in program.make_inputs(0, "meta") if isinstance(v, torch.Tensor)]
+    held = model_tensors(model)
+    input_bytes = sum(t.numel() * t.element_size() for t in inputs)
+    param_bytes = sum(t.numel() * t.element_size() for t in held.values())
+    scale = 3.0 if fp64 else 1.0  # fp64 doubles the floating tensors once more
+    largest_input = max((t.numel() * t.element_size() for t in inputs), default=0)
+    needed = scale * (2 * input_bytes + param_bytes + 2 * largest_input)
+    if needed <= free / 2:
+        return
+    largest = max(list(held.items()) + [(f"input {i}", t) for i, t in enumerate(inputs)],
+                  key=lambda kv: kv[1].numel() * kv[1].element_size())
+    where = "the file's values" if not sizes else ", ".join(f"{k}={v}" for k, v in sizes.items())
+    raise ProblemError(
+        f"running the program at {where} on {torch.device(device).type} needs about {_gib(needed)} (inputs "
+        f"{_gib(input_bytes)}, parameters and buffers {_gib(param_bytes)}, the largest tensor {largest[0]} "
+        f"{list(largest[1].shape)}{', and an fp64 copy of each' if fp64 else ''}), more than half of the "
+        f"{_gib(free)} free here; import on a machine with more memory (--device cuda on a GPU machine), or "
+        "make the sizes that do not scale (those not among the size symbols) smaller")
+
+
 def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, program=None):
-    """Runs the program at `sizes` on `device` (own dtype, then fp64 when `fp64`)."""
+    """Runs the program at `sizes` on `device` (own dtype, then fp64 when `fp64`); a ProblemError where
+    that would not fit in memory (check_memory)."""
     program = program or problem_file.load(sizes)
+    check_memory(program, sizes, device, fp64)
     began = time.perf_counter()
     model = program.build_model(param_seed, device)
     inputs = program.make_inputs(input_seed, device)
@@ -185,7 +239,8 @@ def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, pro
     began64 = time.perf_counter()
     if fp64:
         try:
-            outputs64, _ = program.run_forward(model_to_fp64(program, param_seed, device), inputs_to_fp64(inputs),
+            fresh = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+            outputs64, _ = program.run_forward(model_to_fp64(program, param_seed, device), inputs_to_fp64(fresh),
                                                device)
             if len(outputs64) != len(outputs):
                 raise ProblemError(f"the fp64 forward returned {len(outputs64)} outputs, not {len(outputs)}")
@@ -196,5 +251,5 @@ def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, pro
         except ProblemError as e:
             outputs64, note = None, f"the program does not run in fp64: {e}"
     seconds64 = time.perf_counter() - began64 if fp64 else 0.0
-    state = {k: t.detach() for k, t in model.state_dict().items()}
+    state = model_tensors(model)
     return RealRun(dict(sizes), inputs, state, outputs, is_tuple, outputs64, note, seconds, seconds64)

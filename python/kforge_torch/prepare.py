@@ -15,6 +15,7 @@ import torch
 
 from .layout import inputs_to_fp64, model_to_fp64
 from .locations import Location, LocationError, Writer
+from .model_state import model_tensors
 from .problem import ProblemError, dtype_name
 from .reference import RequestError
 from .timing import OUT_OF_MEMORY
@@ -80,11 +81,11 @@ class Preparation:
                 "seconds": {k: round(v, 6) for k, v in self.seconds.items()}}
 
     def _write_given(self, writer, model):
-        state = model.state_dict() if model is not None else {}
+        state = model_tensors(model) if model is not None else {}
         for arg, location in self.writes:
             if arg.role == "param":
                 if arg.key not in state:
-                    raise RequestError(f"{arg.describe()}: the model has no state_dict entry {arg.key!r}")
+                    raise RequestError(f"{arg.describe()}: the model holds no tensor {arg.key!r}")
                 value = state[arg.key]
             else:
                 if arg.index >= len(self.inputs):

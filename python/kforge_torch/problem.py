@@ -22,6 +22,7 @@ import types
 import torch
 
 from .device_mode import DeviceMode
+from .model_state import quiet_random_modules, remember_state, restore_state
 
 DTYPE_NAMES = {
     torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64",
@@ -198,6 +199,7 @@ class Program:
             raise ProblemError(f"{name} defines no {' and no '.join(missing)}; a KernelBench problem defines "
                                "class Model(nn.Module), get_inputs() and get_init_inputs()")
         self.Model = namespace["Model"]
+        self.random_modules = []  # the dropout modules the last build_model quieted
         if not (isinstance(self.Model, type) and issubclass(self.Model, torch.nn.Module)):
             raise ProblemError(f"{name}: Model is not a torch.nn.Module subclass")
 
@@ -207,14 +209,21 @@ class Program:
                 if not k.startswith("_") and isinstance(v, (bool, int, float)) and k in self.file.top_level_names}
 
     def build_model(self, param_seed, device):
-        """`Model(*get_init_inputs())` under `param_seed`, made on `device`, in eval mode."""
+        """`Model(*get_init_inputs())` under `param_seed`, made on `device`, in the mode its constructor
+        leaves it (training, as KernelBench runs it) but with dropout quieted, its state remembered so
+        that `run_forward` leaves it as built (model_state.py says why). `random_modules` lists the
+        dropout modules quieted."""
         torch.manual_seed(param_seed)
         with DeviceMode(device):
             init = self._call("get_init_inputs()", self.namespace["get_init_inputs"])
             if not isinstance(init, (list, tuple)):
                 raise ProblemError(f"get_init_inputs() returned a {type(init).__name__}, not a list")
             model = self._call("Model(*get_init_inputs())", self.Model, *init)
-        return model.eval()
+        if not isinstance(model, torch.nn.Module):
+            raise ProblemError(f"Model(*get_init_inputs()) gave a {type(model).__name__}, not an nn.Module")
+        self.random_modules = quiet_random_modules(model)
+        remember_state(model)
+        return model
 
     def make_inputs(self, input_seed, device):
         """`get_inputs()` under `input_seed` with `device` as the default device; a list of tensors
@@ -232,9 +241,13 @@ class Program:
         return list(values)
 
     def run_forward(self, model, inputs, device):
-        """`model(*inputs)` without gradients: (list of output tensors, whether it was a tuple/list)."""
+        """`model(*inputs)` without gradients: (list of output tensors, whether it was a tuple/list). The
+        model's buffers and tensor attributes are as before the call afterwards."""
         with torch.no_grad(), DeviceMode(device):
-            out = self._call("Model.forward", model, *inputs)
+            try:
+                out = self._call("Model.forward", model, *inputs)
+            finally:
+                restore_state(model)
         if isinstance(out, torch.Tensor):
             return [out], False
         if isinstance(out, (tuple, list)) and out and all(isinstance(t, torch.Tensor) for t in out):

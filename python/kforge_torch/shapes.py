@@ -119,13 +119,39 @@ class ShapePlanner:
         self.checkable = checkable or works
         self.floor = {s: 1 for s in symbols}
         self.failures = []
+        self.scaling = self._scaling_tensors()
+
+    def _scaling_tensors(self):
+        """The tensors whose dims move with some symbol, as (role, index or key); None for all of them.
+        A tensor of fixed size (an embedding table whose vocabulary is no symbol, a weight of constant
+        dims) is there at every shape, so it must not decide how far the shapes shrink: counted, it would
+        shrink every symbol to its floor (a 32000 x 1024 table is larger than any test shape's target)."""
+        try:
+            base = self.evaluator.layout(self.file_values)
+        except ProblemError:
+            return None
+        dims = {(role, key): f.dims for role, key, f in base.tensors()}
+        moving = set()
+        for s, v in self.file_values.items():
+            for other in (v + 1, v * 2, v - 1, v + 3):
+                if other < 1:
+                    continue
+                try:
+                    layout = self.evaluator.layout(dict(self.file_values, **{s: other}))
+                except ProblemError:
+                    continue
+                moving |= {(role, key) for role, key, f in layout.tensors() if dims.get((role, key)) != f.dims}
+                break
+        return moving or None
 
     def max_elements(self, sizes):
+        """Elements of the largest tensor that moves with the symbols at `sizes`; None where the program
+        fails there or a dim is 0."""
         try:
             layout = self.evaluator.layout(sizes, outputs=False)
         except ProblemError:
             return None
-        return None if layout.has_empty_dim() else layout.max_elements()
+        return None if layout.has_empty_dim() else layout.max_elements(self.scaling)
 
     def scaled(self, target, held, first_weight):
         """File values halved, the largest relative symbol first, until the largest tensor has at most

@@ -475,7 +475,8 @@ std::string generate_model_new(const LauncherSource& source, const std::string& 
 # {problem} is the program the task was imported from; kforge export wrote it beside this file.
 # ModelNew is Model with forward() replaced by the kforge::{task} operator: the same constructor,
 # parameters and buffers (load Model's state_dict into it), the same outputs within the task's
-# tolerance, in eval mode.
+# tolerance, in the mode the constructor leaves it (training, as KernelBench runs it; kforge's
+# task description says what that means for the program's BatchNorm and dropout modules).
 
 PROBLEM = os.path.join(HERE, "{problem}")
 
@@ -492,6 +493,19 @@ def _contiguous(value):
     return value.contiguous() if isinstance(value, torch.Tensor) else value
 
 
+def _model_tensors(model):
+    """Every tensor the model holds, named as kforge's import names them: its state_dict, then each
+    submodule's plain tensor attributes and non-persistent buffers (`prefix.name`)."""
+    tensors = dict(model.state_dict(keep_vars=True))
+    for prefix, module in model.named_modules():
+        extra = [(n, v) for n, v in vars(module).items() if isinstance(v, torch.Tensor) and not n.startswith("_")]
+        extra += [(n, module._buffers[n]) for n in getattr(module, "_non_persistent_buffers_set", ())
+                  if module._buffers.get(n) is not None]
+        for name, value in extra:
+            tensors.setdefault(f"{{prefix}}.{{name}}" if prefix else name, value)
+    return tensors
+
+
 if os.path.exists(PROBLEM):
     _PROBLEM = _load_problem()
 
@@ -499,7 +513,7 @@ if os.path.exists(PROBLEM):
         """{problem}'s Model with forward() running kforge::{task}."""
 
         def forward(self, *inputs):
-            state = self.state_dict(keep_vars=True)
+            state = _model_tensors(self)
             return load_op()({args})
 )py",
                                    fmt::arg("task", task.name), fmt::arg("problem", problem_file),

@@ -235,17 +235,21 @@ OJson spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
     }
 
     std::string source_name = std::filesystem::path(facts.at("problem").as_string()).filename().string();
+    // How the model's mode (training, as KernelBench runs it) shows in its BatchNorm and dropout modules;
+    // empty where no module's forward depends on it (facts of older importers have no "mode").
+    std::string mode = facts.get_string("mode", "");
     OJson spec{{"schema", "kforge.task/1"},
               {"name", options.name},
               {"category", category},
               {"tags", OJson::array({"pytorch", "imported"})},
               {"description",
                fmt::format("Imported from the PyTorch program {} (KernelBench form). Compute what Model.forward "
-                           "returns in eval mode for the inputs get_inputs() makes, with the model built from "
-                           "get_init_inputs(): its parameters and buffers are the tensors named after its "
-                           "state_dict. Every tensor is contiguous and row-major in the dtype listed; outputs are "
-                           "checked against the program computed in fp64 within the tolerances listed. {}",
-                           source_name, precision_rule(dtype, reduced))},
+                           "returns for the inputs get_inputs() makes, with the model built from "
+                           "get_init_inputs(): its parameters, buffers and tensor attributes are the tensors "
+                           "named after them (as state_dict names them). {}Every tensor is contiguous and "
+                           "row-major in the dtype listed; outputs are checked against the program computed in "
+                           "fp64 within the tolerances listed. {}",
+                           source_name, mode.empty() ? "" : mode + " ", precision_rule(dtype, reduced))},
               {"symbols", symbol_specs},
               {"args", spec_args},
               {"reference", OJson{{"torch", options.reference_file}}},

@@ -146,6 +146,42 @@ TEST_CASE("task import turns fixture problems into specs the task loader takes",
         CHECK(task.bench[0].sizes.count("window") == 0);
         CHECK(dims(arg_named(task, "out")) == std::vector<std::string>{"batch_size", "channels", "length"});
     }
+    SECTION("a BatchNorm runs in training mode, as KernelBench runs it, and the description says so")
+    {
+        CommandResult result = import_into(dir, "extra/batchnorm_train.py");
+        INFO(result.err);
+        REQUIRE(result.exit_code == 0);
+        Task task = load_task(dir / "batchnorm_train.json");
+        CHECK_THAT(task.description, Catch::Contains("in training mode unless its constructor calls eval()"));
+        CHECK_THAT(task.description, Catch::Contains("`bn` (BatchNorm2d) normalises with the statistics of the batch"));
+        CHECK_FALSE(Catch::Contains("eval mode").match(task.description));
+        CHECK(arg_named(task, "bn_running_mean").from.text() == "param bn.running_mean");
+    }
+    SECTION("a strided transposed convolution's output dims are affine in the input's")
+    {
+        CommandResult result = import_into(dir, "extra/convtranspose2d_stride.py");
+        INFO(result.err);
+        REQUIRE(result.exit_code == 0);
+        Task task = load_task(dir / "convtranspose2d_stride.json");
+        CHECK(dims(arg_named(task, "out")) ==
+              std::vector<std::string>{"batch_size", "64", "height * 2 + 1", "width * 2 + 1"});
+    }
+    SECTION("tensors a model holds outside its state_dict (an LSTM's initial state drawn in __init__) are arguments")
+    {
+        CommandResult result = import_into(dir, "extra/lstm_state_attr.py");
+        INFO(result.err);
+        REQUIRE(result.exit_code == 0);
+        Task task = load_task(dir / "lstm_state_attr.json");
+        for (const char* name : {"h0", "c0"}) {
+            const ArgSpec& state = arg_named(task, name);
+            CHECK(state.from.text() == std::string("param ") + name);
+            CHECK(dims(state) == std::vector<std::string>{"2", "batch_size", "64"});
+        }
+        // The fp64 run converts them too, so the tolerance is measured, not KernelBench's fallback.
+        const ArgSpec& out = arg_named(task, "out");
+        REQUIRE(out.check);
+        CHECK_THAT(result.err, Catch::Contains("max |own dtype - fp64|"));
+    }
     SECTION("a tuple output with an integer part")
     {
         CommandResult result = import_into(dir, "logsumexp_argmax.py");
@@ -174,7 +210,7 @@ TEST_CASE("task import refuses bad problem files with the reason, and refuses to
 
     CommandResult random = import_into(dir, "bad/random_in_forward.py");
     CHECK(random.exit_code == 3);
-    CHECK_THAT(random.err, Catch::Contains("not deterministic in eval mode"));
+    CHECK_THAT(random.err, Catch::Contains("not deterministic: two forwards"));
 
     CommandResult missing = run_kforge({"task", "import", (dir / "absent.py").string()});
     CHECK(missing.exit_code == 3);

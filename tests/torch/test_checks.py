@@ -116,10 +116,10 @@ class Determinism(unittest.TestCase):
     def test_a_deterministic_program_passes(self):
         check_determinism(ProblemFile(problem_file(self, self.SOURCE)).load(), "cpu")
 
-    def test_dropout_forced_on_in_eval_mode_is_not_deterministic(self):
+    def test_dropout_forced_on_is_not_deterministic(self):
         program = ProblemFile(problem_file(self, self.SOURCE.replace("return x * 2",
                                                                      "return nn.functional.dropout(x, 0.5, True)")))
-        with self.assertRaisesRegex(ProblemError, "not deterministic in eval mode"):
+        with self.assertRaisesRegex(ProblemError, "not deterministic: two forwards"):
             check_determinism(program.load(), "cpu")
 
 

@@ -26,8 +26,8 @@ class FitDim(unittest.TestCase):
             "a - 2": lambda z: z["a"] - 2,
             "c * 4": lambda z: z["c"] * 4,
             "a / 4": lambda z: z["a"] // 4,
-            "a * 2 - 1": lambda z: (z["a"] - 1) * 2 - 2 + 3,          # transposed conv: kernel 3, padding 1, stride 2
-            "b * 3 + 3": lambda z: (z["b"] - 1) * 3 - 2 * 2 + 2 * (5 - 1) + 1 + 1,  # and dilation 2, output padding 1
+            "a * 2 + 1": lambda z: (z["a"] - 1) * 2 + 3,     # transposed conv: stride 2, kernel 3, no padding
+            "b * 3 - 2": lambda z: (z["b"] - 1) * 3 - 2 + 3 - 0,  # stride 3, kernel 3, padding 1
             "(a - 1) / 2 + 1": lambda z: (z["a"] + 2 - 3) // 2 + 1,   # conv: kernel 3, padding 1, stride 2
             "(a + 1) / 2 + 1": lambda z: (z["a"] + 2 * 2 - 3) // 2 + 1,  # kernel 3, padding 2, stride 2
             "(a - 1) / 8 + 1": lambda z: (z["a"] + 7) // 8,              # ceil-mode pooling, ceil_div(a, 8)
@@ -46,6 +46,11 @@ class FitDim(unittest.TestCase):
         self.assertIsNone(fit(lambda z: (z["a"] + 7) // 8 * 8))
         self.assertIsNone(fit(lambda z: z["a"] * z["b"] + 1))
         self.assertIsNone(fit(lambda z: z["a"] + z["b"] + z["c"]))
+
+    def test_a_strided_transposed_convolution_gets_an_affine_dim(self):
+        # ConvTranspose2d(kernel 3, stride 2, padding 0): (h - 1) * 2 + 3, which no other form gives
+        points = [({"h": h}, (h - 1) * 2 + 3) for h in (1, 2, 3, 17, 128, 129, 256)]
+        self.assertEqual(fit_dim(points, ["h"]).text, "h * 2 + 1")
 
     def test_a_constant_dim_beats_every_symbol_form(self):
         points = [({"a": 4}, 4)]

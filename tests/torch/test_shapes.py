@@ -8,7 +8,6 @@ import unittest
 import torch
 
 from support import problem_file
-from kforge_torch import facts
 from kforge_torch.facts import Runner, import_problem, moving_elements
 from kforge_torch.layout import Evaluator
 from kforge_torch.problem import ProblemError, ProblemFile
@@ -165,6 +164,33 @@ class Shapes(unittest.TestCase):
         tiny = import_problem(problem_file(self, source))["shapes"]["tests"][0]
         self.assertEqual(tiny, {"rows": 1, "cols": 2})
 
+    def test_a_tensor_of_fixed_size_does_not_shrink_the_test_shapes(self):
+        # The table (vocab x embed, 2^21 elements) is larger than a test shape's target at every shape; the
+        # shapes must shrink only until the tensors that move (tokens, out) fit, not to the symbols' floors.
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 64
+            seq_len = 512
+            vocab = 32768
+            embed = 64
+            class Model(nn.Module):
+                def __init__(self, vocab, embed):
+                    super().__init__()
+                    self.table = nn.Embedding(vocab, embed)
+                def forward(self, tokens):
+                    return self.table(tokens).sum(dim=1)
+            def get_inputs():
+                return [torch.randint(0, vocab, (batch_size, seq_len))]
+            def get_init_inputs():
+                return [vocab, embed]
+        """
+        facts = import_problem(problem_file(self, source))
+        big = facts["shapes"]["tests"][1]
+        self.assertGreater(big["batch_size"] * big["seq_len"], 1 << 14, facts["shapes"])
+        held_out = facts["shapes"]["held_out"][0]
+        self.assertGreater(held_out["batch_size"] * held_out["seq_len"], 1 << 14, facts["shapes"])
+
     def test_sizes_of_equal_file_values_differ_in_the_scaled_shapes(self):
         # KernelBench's cubes and squares (height = width = 128): a kernel that takes the width for
         # the height must fail a test
@@ -242,35 +268,6 @@ class Shapes(unittest.TestCase):
         facts = import_problem(problem_file(self, source))
         self.assertFalse([n for n in facts["notes"] if "fp64" in n], facts["notes"])
         self.assertIn("max_abs_ref", facts["checks"]["out"]["atol"])
-
-    def test_a_model_whose_parameters_leave_no_room_here_is_refused_before_it_is_built(self):
-        # KernelBench's ShallowWideMLP holds 8.6 GB of fp32 weights whatever its sizes: its import was
-        # killed for memory (SIGKILL, no message)
-        source = """
-            import torch
-            import torch.nn as nn
-            batch_size = 64
-            class Model(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.gemm = nn.Linear(4096, 4096)
-                def forward(self, x):
-                    return self.gemm(x)
-            def get_inputs():
-                return [torch.rand(batch_size, 4096)]
-            def get_init_inputs():
-                return []
-        """
-        path = problem_file(self, source)
-        real = facts.available_memory_bytes
-        self.addCleanup(setattr, facts, "available_memory_bytes", real)
-        facts.available_memory_bytes = lambda: 200 << 20  # the weight is 64 MiB: its runs need 256 MiB
-        with self.assertRaisesRegex(ProblemError, r"^the model's parameters take 0.1 GiB at the smallest sizes, "
-                                    r"and its runs here .* need about 0.3 GiB, more than the 0.2 GiB .* available: "
-                                    r"import on a GPU machine with --device cuda"):
-            import_problem(path)
-        facts.available_memory_bytes = lambda: 300 << 20
-        self.assertEqual(import_problem(path)["symbols"], ["batch_size"])
 
     def test_choosing_shapes_runs_no_real_forward_where_the_meta_device_cannot(self):
         # Sizing a shape needs its tensors' sizes, not the outputs a real forward gives: KernelBench's
