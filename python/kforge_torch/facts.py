@@ -13,7 +13,7 @@ import torch
 
 from .arguments import describe_arguments
 from .checks import bytes_expression, check_determinism, checkable, count_flops, output_check
-from .layout import Evaluator, run_real
+from .layout import Evaluator, check_memory, run_real
 from .model_state import mode_sentence, random_modules_note
 from .problem import ProblemError, ProblemFile
 from .shapes import ShapePlanner, detect_symbols, label
@@ -95,6 +95,21 @@ def _slim(run):
     return run
 
 
+def refuse_if_too_big_everywhere(problem_file, symbols, device):
+    """Raises layout.check_memory's ProblemError where even the smallest sizes (every symbol 1) would
+    not fit with their fp64 run: parameters whose sizes are no symbols are that big at every shape,
+    and building them (seconds per gigabyte) only to be refused would spend the import's time
+    limit first (KernelBench's ShallowWideMLP: 6 GiB of fp32 weights at any size)."""
+    sizes = dict.fromkeys(symbols, 1)
+    try:
+        program = problem_file.load(sizes)
+        program.build_model(0, "meta")
+        program.make_inputs(0, "meta")
+    except ProblemError:
+        return  # the program does not run there: the runs' own checks still apply
+    check_memory(program, sizes, device, fp64=True)
+
+
 def moving_elements(evaluator, sizes):
     """Elements of the inputs and outputs at `sizes` (None where the program fails there): the measure
     a forward's time grows with. Parameters are left out: a GEMM's fixed 4096 x 4096 weight is the
@@ -143,6 +158,7 @@ def import_problem(path, symbols=None, device="cpu"):
         raise ProblemError(no_symbols_message(symbol_notes, module_vars))
     notes += symbol_notes
     file_values = {s: module_vars[s] for s in symbols}
+    refuse_if_too_big_everywhere(problem_file, symbols, device)
 
     runner = Runner(problem_file, device)
     planner = ShapePlanner(evaluator, symbols, file_values, runner.works, runner.checkable,

@@ -9,6 +9,7 @@ import torch
 
 from support import problem_file
 from kforge_torch.facts import Runner, import_problem, moving_elements
+from kforge_torch import layout
 from kforge_torch.layout import Evaluator
 from kforge_torch.problem import ProblemError, ProblemFile
 from kforge_torch.shapes import _nth_odd, detect_symbols
@@ -268,6 +269,31 @@ class Shapes(unittest.TestCase):
         facts = import_problem(problem_file(self, source))
         self.assertFalse([n for n in facts["notes"] if "fp64" in n], facts["notes"])
         self.assertIn("max_abs_ref", facts["checks"]["out"]["atol"])
+
+    def test_parameters_too_big_for_their_fp64_run_at_every_size_are_refused_before_any_is_built(self):
+        # KernelBench's ShallowWideMLP: 6 GiB of fp32 weights whatever its sizes; each own-dtype run
+        # fits, each fp64 run does not, and building the model for the former spent the time limit
+        source = """
+            import torch
+            import torch.nn as nn
+            batch_size = 64
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gemm = nn.Linear(4096, 4096)
+                def forward(self, x):
+                    return self.gemm(x)
+            def get_inputs():
+                return [torch.rand(batch_size, 4096)]
+            def get_init_inputs():
+                return []
+        """
+        real = layout.free_memory_bytes
+        self.addCleanup(setattr, layout, "free_memory_bytes", real)
+        layout.free_memory_bytes = lambda device: 300 << 20  # the weight is 64 MiB: 192 MiB with fp64
+        with self.assertRaisesRegex(ProblemError, r"^running the program at batch_size=1 on cpu needs about "
+                                    r".*largest tensor gemm.weight \[4096, 4096\], and an fp64 copy"):
+            import_problem(problem_file(self, source))
 
     def test_choosing_shapes_runs_no_real_forward_where_the_meta_device_cannot(self):
         # Sizing a shape needs its tensors' sizes, not the outputs a real forward gives: KernelBench's
