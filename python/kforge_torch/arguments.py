@@ -7,40 +7,26 @@ has one signature), names each tensor (docs/torch-tasks.md, "Names") and fits ea
 `--symbols` without the symbols that move it.
 """
 from .dims import fit_dim, moving_symbols
-from .layout import ScalarFact
+from .layout import ScalarFact, first_difference, structure
 from .problem import Namer, ProblemError, forward_input_names, param_arg_name
 from .shapes import label
 
 
-def _structure(layout):
-    inputs = tuple((type(f).__name__, f.dtype, len(f.dims) if hasattr(f, "dims") else 0) for f in layout.inputs)
-    params = tuple((key, f.dtype, len(f.dims)) for key, f in layout.params)
-    outputs = None if layout.outputs is None else tuple((f.dtype, len(f.dims)) for f in layout.outputs)
-    return inputs, params, outputs
-
-
-def _first_difference(a, b, what):
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return f"{what} {i}: {x} vs {y}"
-    return f"{what}: {len(a)} vs {len(b)}"
-
-
-def check_structure(layouts):
+def checkstructure(layouts):
     """Raises ProblemError unless every layout (sizes -> Layout) has the same signature."""
     (first_sizes, first), *rest = layouts
-    inputs, params, outputs = _structure(first)
+    inputs, params, outputs = structure(first)
     for sizes, layout in rest:
-        other_inputs, other_params, other_outputs = _structure(layout)
+        other_inputs, other_params, other_outputs = structure(layout)
         where = f"at {label(first_sizes)} and at {label(sizes)}"
         if other_inputs != inputs:
-            raise ProblemError(f"get_inputs() changes with the sizes ({_first_difference(inputs, other_inputs, 'input')}"
+            raise ProblemError(f"get_inputs() changes with the sizes ({first_difference(inputs, other_inputs, 'input')}"
                                f" {where}); a task has one signature")
         if other_params != params:
             raise ProblemError(f"the model's parameters change with the sizes "
-                               f"({_first_difference(params, other_params, 'parameter')} {where})")
+                               f"({first_difference(params, other_params, 'parameter')} {where})")
         if outputs is not None and other_outputs is not None and other_outputs != outputs:
-            raise ProblemError(f"the outputs change with the sizes ({_first_difference(outputs, other_outputs, 'output')}"
+            raise ProblemError(f"the outputs change with the sizes ({first_difference(outputs, other_outputs, 'output')}"
                                f" {where})")
 
 
@@ -73,7 +59,7 @@ def _scalar_value(points, symbols, what):
 def describe_arguments(layouts, symbols, model_class):
     """facts-style args (name, role, index or key, kind, dtype, dims or value) and output_tuple, from
     `layouts`: [(sizes, Layout)], the first with known outputs."""
-    check_structure(layouts)
+    checkstructure(layouts)
     with_outputs = [(z, l) for z, l in layouts if l.outputs is not None]
     reference = with_outputs[0][1]
     namer = Namer(symbols)

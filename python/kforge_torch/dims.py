@@ -5,10 +5,11 @@ kforge's plans, checks and rooflines need each dim as an expression (`batch_size
 fixed list of forms that matches every observation exactly; the forms are those that convolutions,
 pooling, reshapes and concatenations produce:
 
-    c,  s,  s + c,  s - c,  s * c,  s / c,  s * c + d,  (s - c1) / c2 + 1,  s * t,  s * t * c,  s * t * u
+    c,  s,  s + c,  s - c,  s * c,  s / c,  s * c + d,  (s - c1) / c2 + 1,  s + t + c,  s * t,  s * t * c,
+    s * t * u
 
-(s, t, u symbols, possibly the same; c integers, c1 and d of either sign; `/` is integer division, as in
-kforge's expression language). `s * c + d` is a transposed convolution with a stride: its output is
+(s, t, u symbols, possibly the same, but two different ones in s + t + c, a concatenation's length;
+c integers, c1 and d of either sign; `/` is integer division, as in kforge's expression language). `s * c + d` is a transposed convolution with a stride: its output is
 `(s - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1`. `(s + c1) / c2` (ceil-mode pooling, `ceil_div`) is the same family:
 it equals `(s - (c2 - c1)) / c2 + 1`, and is written that way. Each integer-division form is solved exactly: `s / c == v` holds exactly when
 `s / (v + 1) < c <= s / v`, so the constants that match every observation form an interval, and the
@@ -112,6 +113,11 @@ def fit_dim(points, symbols):
         fit = _strided_fits(s, per_symbol[s])
         if fit:
             return fit
+    for s, t in itertools.combinations(symbols, 2):  # a concatenation: torch.cat((x, hidden), dim=1)
+        z0, v0 = points[0]
+        c = v0 - z0[s] - z0[t]
+        if all(v == z[s] + z[t] + c for z, v in points):
+            return Fit(f"{s} + {t}{_plus(c)}", lambda z, s=s, t=t, c=c: z[s] + z[t] + c)
     for s, t in itertools.combinations_with_replacement(symbols, 2):
         if all(v == z[s] * z[t] for z, v in points):
             return Fit(f"{s} * {t}", lambda z, s=s, t=t: z[s] * z[t])

@@ -13,7 +13,7 @@ import torch
 
 from .arguments import describe_arguments
 from .checks import bytes_expression, check_determinism, checkable, count_flops, output_check
-from .layout import Evaluator, run_real
+from .layout import Evaluator, check_memory, run_real
 from .model_state import mode_sentence, random_modules_note
 from .problem import ProblemError, ProblemFile
 from .shapes import ShapePlanner, detect_symbols, label
@@ -37,7 +37,7 @@ class Runner:
 
     def works(self, sizes):
         try:
-            run = run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device, fp64=False)
+            run = _slim(run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device, fp64=False))
         except ProblemError as e:
             self.last_failure = str(e)
             return False
@@ -58,14 +58,24 @@ class Runner:
     def full(self, sizes):
         key = self.key(sizes)
         if key not in self.full_runs:
-            self.full_runs[key] = run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device)
+            self.full_runs[key] = _slim(run_real(self.file, sizes, IMPORT_INPUT_SEED, IMPORT_PARAM_SEED, self.device))
         return self.full_runs[key]
+
+    def seconds(self, sizes):
+        """Own + fp64 time of the run at `sizes`: measured where both ran (fp64 can be 10-50 times
+        slower than the own dtype on the CPU: no MKL-DNN convolution in double), else three times
+        the own run."""
+        full = self.full_runs.get(self.key(sizes))
+        if full is not None:
+            return full.seconds + full.seconds64
+        own = self.own.get(self.key(sizes))
+        return None if own is None else 3 * own.seconds
 
     def estimate_seconds(self, elements, measured):
         """Own + fp64 run time at `elements` (largest tensor), extrapolated from real runs at the shapes
         `measured` [(sizes, elements)]: the power law through the two largest, between linear and
         quadratic, so matmul-like growth is not mistaken for elementwise."""
-        points = sorted((e, self.own[self.key(z)].seconds) for z, e in measured if self.key(z) in self.own and e)
+        points = sorted((e, self.seconds(z)) for z, e in measured if self.seconds(z) is not None and e)
         if not points:
             return float("inf")
         big_e, big_t = points[-1]
@@ -75,11 +85,45 @@ class Runner:
             if big_e > small_e and small_t > MEANINGFUL_SECONDS:  # shorter runs are mostly overhead
                 power = math.log(max(big_t, small_t) / small_t) / math.log(big_e / small_e)
         power = min(2.0, max(1.0, power))
-        return 3 * big_t * max(1.0, elements / big_e) ** power
+        return 1.5 * big_t * max(1.0, elements / big_e) ** power
+
+
+def _slim(run):
+    """A run as the importer keeps it: its layout, outputs and times, without the inputs and
+    parameters (a cached run held its model's parameters: gigabytes each for a wide MLP)."""
+    run.inputs = run.state = None
+    return run
+
+
+def refuse_if_too_big_everywhere(problem_file, symbols, device):
+    """Raises layout.check_memory's ProblemError where even the smallest sizes (every symbol 1) would
+    not fit with their fp64 run: parameters whose sizes are no symbols are that big at every shape,
+    and building them (seconds per gigabyte) only to be refused would spend the import's time
+    limit first (KernelBench's ShallowWideMLP: 6 GiB of fp32 weights at any size)."""
+    sizes = dict.fromkeys(symbols, 1)
+    try:
+        program = problem_file.load(sizes)
+        program.build_model(0, "meta")
+        program.make_inputs(0, "meta")
+    except ProblemError:
+        return  # the program does not run there: the runs' own checks still apply
+    check_memory(program, sizes, device, fp64=True)
+
+
+def moving_elements(evaluator, sizes):
+    """Elements of the inputs and outputs at `sizes` (None where the program fails there): the measure
+    a forward's time grows with. Parameters are left out: a GEMM's fixed 4096 x 4096 weight is the
+    largest tensor at every test shape, so by it a held-out shape 10^5 times the tests' work looked
+    no bigger (KernelBench's Gemm_Sigmoid_LogSumExp then spent minutes on one fp64 forward)."""
+    try:
+        layout = evaluator.layout(sizes, outputs=False)  # outputs too where the meta device knows them
+    except ProblemError:
+        return None
+    return sum(math.prod(f.dims) for role, _, f in layout.tensors() if role != "param")
 
 
 def variation_points(file_values):
-    """Shapes around the file's values: each symbol moved alone through many residues, then all together."""
+    """Shapes around `file_values`: each symbol moved alone through many residues, then all together."""
     points = [dict(file_values)]
     for s, v in file_values.items():
         for w in sorted({v + d for d in (1, 2, 3, 4, 5, 6, 7, 11, 13)} | {2 * v, 2 * v + 1, v // 2, v // 2 + 1,
@@ -91,6 +135,16 @@ def variation_points(file_values):
     return points
 
 
+def no_symbols_message(symbol_notes, module_vars):
+    """Why a program without size symbols cannot be a task, and what would make it one."""
+    ints = ", ".join(k for k, v in module_vars.items() if type(v) is int)
+    why = ("; ".join(symbol_notes) if symbol_notes else
+           "no int module variable changes the dims of a tensor get_inputs() returns"
+           + (f" (its ints: {ints})" if ints else " (it has no int module variables: are the sizes literals?)"))
+    return (f"no size symbols: {why}. A task is tested at several sizes, so it needs at least one: make the sizes "
+            "module variables that get_inputs() reads, or name them with --symbols")
+
+
 def import_problem(path, symbols=None, device="cpu"):
     """The facts of the problem at `path` (docs/torch-tasks.md); raises ProblemError."""
     began = time.perf_counter()
@@ -100,33 +154,27 @@ def import_problem(path, symbols=None, device="cpu"):
     evaluator = Evaluator(problem_file, device)
     evaluator.layout({})  # the program at its own values, without allocating: what fails everywhere fails here
     symbols, symbol_notes, rule = detect_symbols(evaluator, module_vars, symbols)
+    if not symbols:
+        raise ProblemError(no_symbols_message(symbol_notes, module_vars))
     notes += symbol_notes
     file_values = {s: module_vars[s] for s in symbols}
+    refuse_if_too_big_everywhere(problem_file, symbols, device)
 
     runner = Runner(problem_file, device)
     planner = ShapePlanner(evaluator, symbols, file_values, runner.works, runner.checkable,
                            why=lambda: runner.last_failure)
-    if symbols:
-        tests = planner.tests()
-    else:
-        try:
-            if not runner.works({}):
-                runner.full({})  # raises the program's own error
-        except ProblemError as e:
-            dropped = "; ".join(notes)
-            raise ProblemError("no size symbols" + (f" ({dropped})" if dropped else "") + ", so the task has the "
-                               f"file's shape only, and there: {e}") from None
-        tests = [{}]
-        notes.append("no size symbols: the task has the file's shape only, and no held-out shape")
+    tests = planner.tests()
     program = problem_file.load(tests[-1])
     check_determinism(program, device)
     if program.random_modules:
         notes.append(random_modules_note(program.random_modules))
     mode = mode_sentence(program.build_model(0, "meta"), program.random_modules)
-    measured = [(z, planner.max_elements(z)) for z in tests]
+    for z in tests:
+        runner.full(z)  # own and fp64: needed for the tolerances, and to time the held-out shape's
+    measured = [(z, moving_elements(evaluator, z)) for z in tests]
 
     def held_out_works(values):
-        if runner.estimate_seconds(planner.max_elements(values) or 0, measured) > CHECK_BUDGET_SECONDS:
+        if runner.estimate_seconds(moving_elements(evaluator, values) or 0, measured) > CHECK_BUDGET_SECONDS:
             notes.append(f"the held-out shape ({label(values)}) is too slow to run on the CPU here: tolerances "
                          "come from the test shapes")
             return True
@@ -135,12 +183,15 @@ def import_problem(path, symbols=None, device="cpu"):
         except ProblemError:
             return False
 
-    held_out = [planner.held_out([file_values] + tests, held_out_works)] if symbols else []
+    held_out = [planner.held_out([file_values] + tests, held_out_works)]
     measured_shapes = tests + [z for z in held_out if Runner.key(z) in runner.full_runs]
     runs = [runner.full(z) for z in measured_shapes]
 
     layouts = [(z, run.layout) for z, run in zip(measured_shapes, runs)]
-    for sizes in variation_points(file_values) + held_out:
+    # Around the file's values, and around the tiny test shape: where an operation has no meta kernel,
+    # only small shapes have known outputs (real forwards, cheap there), and the test shapes alone may
+    # not tell symbols of equal file values apart (a pooled cube's depth, height and width).
+    for sizes in variation_points(file_values) + variation_points(tests[0]) + held_out:
         try:
             layout = evaluator.layout(sizes)
         except ProblemError:

@@ -66,6 +66,31 @@ class Layout:
         return any(0 in f.dims for _, _, f in self.tensors())
 
 
+def structure(layout):
+    """(inputs, params, outputs) of a Layout without their dims: kinds, dtypes, ranks and parameter
+    keys (outputs None where unknown). A kernel has one signature: this must not change with sizes."""
+    inputs = tuple((type(f).__name__, f.dtype, len(f.dims) if hasattr(f, "dims") else 0) for f in layout.inputs)
+    params = tuple((key, f.dtype, len(f.dims)) for key, f in layout.params)
+    outputs = None if layout.outputs is None else tuple((f.dtype, len(f.dims)) for f in layout.outputs)
+    return inputs, params, outputs
+
+
+def first_difference(a, b, what):
+    """`what i: x vs y` for the first place two structure tuples differ, or their lengths."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"{what} {i}: {x} vs {y}"
+    return f"{what}: {len(a)} vs {len(b)}"
+
+
+def signature_change(a, b):
+    """None where Layouts `a` and `b` have one signature; else the first difference, as text."""
+    for part, what in zip(zip(structure(a), structure(b)), ("input", "parameter", "output")):
+        if part[0] is not None and part[1] is not None and part[0] != part[1]:
+            return first_difference(part[0], part[1], what)
+    return None
+
+
 def input_facts(inputs):
     return [tensor_fact(v, f"input {i}") if isinstance(v, torch.Tensor) else scalar_fact(v)
             for i, v in enumerate(inputs)]
@@ -99,8 +124,10 @@ class Evaluator:
         program = self.file.load(sizes)
         return input_facts(program.make_inputs(0, "meta"))
 
-    def layout(self, sizes):
-        """The Layout at `sizes`; raises ProblemError where the program fails there."""
+    def layout(self, sizes, outputs=True):
+        """The Layout at `sizes`; raises ProblemError where the program fails there. With `outputs`
+        False, a program whose forward has no meta kernel is not run for real to learn its outputs
+        (choosing shapes needs only a size: a 3D transposed convolution runs 30 s at 2^22 elements)."""
         program = self.file.load(sizes)
         model = program.build_model(0, "meta")
         inputs = program.make_inputs(0, "meta")
@@ -118,7 +145,7 @@ class Evaluator:
                 self.meta_note = (f"the forward cannot run on the meta device ({why}); output dims come from "
                                   "real forwards at small sizes")
         elements = sum(math.prod(f.dims) for f in facts if isinstance(f, TensorFact))
-        if elements > REAL_FALLBACK_ELEMENTS:
+        if elements > REAL_FALLBACK_ELEMENTS or not outputs:
             return Layout(facts, params, None, None)
         run = run_real(self.file, sizes, 0, 0, self.real_device, fp64=False)
         return run.layout
@@ -127,17 +154,21 @@ class Evaluator:
 class RealRun:
     """One real run: inputs, parameters, outputs in the program's dtype and, where it runs, in fp64."""
 
-    def __init__(self, sizes, inputs, state, outputs, output_tuple, outputs64, fp64_note, seconds):
+    def __init__(self, sizes, inputs, state, outputs, output_tuple, outputs64, fp64_note, seconds, seconds64=0.0):
         self.sizes, self.inputs, self.state = sizes, inputs, state
         self.outputs, self.output_tuple = outputs, output_tuple
         self.outputs64, self.fp64_note, self.seconds = outputs64, fp64_note, seconds
+        self.seconds64 = seconds64  # the fp64 forward (with its copies), 0 without one
         self.layout = Layout(input_facts(inputs), [(k, tensor_fact(t, f"parameter {k}")) for k, t in state.items()],
                              output_facts(outputs), output_tuple)
 
 
-def model_to_fp64(model):
-    """A double copy of the model (floating parameters, buffers and tensor attributes)."""
-    return to_fp64(model)
+def model_to_fp64(program, param_seed, device):
+    """The model in double (floating parameters, buffers and tensor attributes), built afresh under
+    the same seed: a deep copy would keep what the model's closures refer to, the fp32 original
+    (KernelBench's MiniGPTBlock runs its MLP through `self.mlpf = lambda x: m.c_proj(...)`,
+    m = self.mlp)."""
+    return to_fp64(program.build_model(param_seed, device), in_place=True)
 
 
 def inputs_to_fp64(inputs):
@@ -205,10 +236,12 @@ def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, pro
     outputs, is_tuple = program.run_forward(model, fresh, device)
     seconds = time.perf_counter() - began  # model, inputs and the own forward
     outputs64, note = None, ""
+    began64 = time.perf_counter()
     if fp64:
         try:
             fresh = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-            outputs64, _ = program.run_forward(model_to_fp64(model), inputs_to_fp64(fresh), device)
+            outputs64, _ = program.run_forward(model_to_fp64(program, param_seed, device), inputs_to_fp64(fresh),
+                                               device)
             if len(outputs64) != len(outputs):
                 raise ProblemError(f"the fp64 forward returned {len(outputs64)} outputs, not {len(outputs)}")
             for own, ref in zip(outputs, outputs64):
@@ -217,5 +250,6 @@ def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, pro
                                        f"give {list(own.shape)}")
         except ProblemError as e:
             outputs64, note = None, f"the program does not run in fp64: {e}"
+    seconds64 = time.perf_counter() - began64 if fp64 else 0.0
     state = model_tensors(model)
-    return RealRun(dict(sizes), inputs, state, outputs, is_tuple, outputs64, note, seconds)
+    return RealRun(dict(sizes), inputs, state, outputs, is_tuple, outputs64, note, seconds, seconds64)

@@ -120,16 +120,17 @@ def restore_state(model):
                 tensor.copy_(saved)
 
 
-def to_fp64(model):
-    """A double copy of the model: floating parameters, buffers and plain tensor attributes, with its
-    state remembered afresh (the copy's tensors are new ones)."""
+def to_fp64(model, in_place=False):
+    """A double copy of the model (or, `in_place`, the model itself made double: one built afresh
+    for it, whose closures then see the double layers): floating parameters, buffers and plain
+    tensor attributes, with its state remembered afresh (the double tensors are new ones)."""
     remembered = model.__dict__.get(STATE_ATTRIBUTE)
     if remembered is not None:
         del model.__dict__[STATE_ATTRIBUTE]  # the copy remembers its own tensors, not copies of these
     try:
-        double = copy.deepcopy(model).double()
+        double = model.double() if in_place else copy.deepcopy(model).double()
     finally:
-        if remembered is not None:
+        if remembered is not None and not in_place:
             object.__setattr__(model, STATE_ATTRIBUTE, remembered)
     for module in double.modules():
         for name, value, kind in list(_extra_tensors(module)):

@@ -106,7 +106,7 @@ class Preparation:
     def _outputs(self, program, model):
         if self.what == "expected":
             try:
-                return self._fp64_outputs(program, model)
+                return self._fp64_outputs(program)
             except ProblemError as e:
                 self.note = f"the program does not run in fp64 ({e}); the expected outputs are in its own dtype"
             except OUT_OF_MEMORY:
@@ -117,12 +117,12 @@ class Preparation:
         outputs, _ = program.run_forward(model, self.inputs, self.device)
         return outputs
 
-    def _fp64_outputs(self, program, model):
+    def _fp64_outputs(self, program):
         process = self.process
         for attempt in range(2):
             try:
                 if process.model64 is None:
-                    process.model64 = model_to_fp64(model)
+                    process.model64 = model_to_fp64(program, self.param_seed, self.device)
                 inputs64 = inputs_to_fp64(self.inputs)
                 self.inputs = None  # the own-dtype copies are written already; the fp64 forward needs the room
                 outputs, _ = program.run_forward(process.model64, inputs64, self.device)

@@ -61,7 +61,23 @@ def raised(what, error, path):
         if os.path.abspath(frame.filename) == path:
             line = frame.lineno
     where = f" ({os.path.basename(path)} line {line})" if line else ""
-    return ProblemError(f"{what} raises {message}{where}", error)
+    return ProblemError(f"{what} raises {message}{where}{_environment_hint(error)}", error)
+
+
+def _environment_hint(error):
+    """What to do where the program needs more than this python3 has: a module it lacks, or a torch
+    API newer than its torch (KernelBench's attention problems call F.scaled_dot_product_attention,
+    which torch 2.0 added)."""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        return (f"; {sys.executable} has no module {error.name.split('.')[0]}: install it for that python3, or "
+                "point KFORGE_PYTHON at one that has it")
+    if isinstance(error, AttributeError) and isinstance(getattr(error, "obj", None), types.ModuleType) \
+            and getattr(error.obj, "__name__", "").split(".")[0] == "torch":
+        return (f"; this PyTorch ({torch.__version__}) has no {error.obj.__name__}.{error.name}: import with a "
+                "newer one (KFORGE_PYTHON)")
+    if isinstance(error, AttributeError) and str(error).startswith("module 'torch"):
+        return f"; this PyTorch ({torch.__version__}) lacks it: import with a newer one (KFORGE_PYTHON)"
+    return ""
 
 
 class ProblemFile:
@@ -97,8 +113,9 @@ class ProblemFile:
         code = self._code.get(key)
         if code is None:
             tree = ast.parse(self.source, filename=self.path) if sizes else self.tree
-            for node in tree.body if sizes else []:
-                _rebind(node, sizes, os.path.basename(self.path))
+            if sizes:
+                tree.body = [rebound for node in tree.body
+                             for rebound in _rebind(node, sizes, os.path.basename(self.path))]
             code = compile(ast.fix_missing_locations(tree), self.path, "exec")
             if len(self._code) > 256:
                 self._code.clear()
@@ -133,15 +150,26 @@ def _names_in(target):
     return []
 
 
+_CHAIN = "_kforge_chained_value"
+
+
 def _rebind(node, sizes, filename):
-    """Gives each assignment in `node` to a name of `sizes` that name's value."""
+    """The statements that replace `node`: itself, with each assignment to a name of `sizes` given
+    that name's value. A chained assignment (`height = width = 128`, common in KernelBench files)
+    becomes one assignment per target from a temporary, so each name can be rebound on its own."""
     targets = _assigned_targets(node)
     names = [n for t in targets for n in _names_in(t) if n in sizes]
     if not names:
-        return
+        return [node]
+    if len(targets) > 1 and all(isinstance(t, ast.Name) for t in targets):
+        first = ast.Assign(targets=[ast.Name(_CHAIN, ast.Store())], value=node.value)
+        each = [ast.Assign(targets=[t], value=ast.Constant(sizes[t.id]) if t.id in sizes
+                           else ast.Name(_CHAIN, ast.Load())) for t in targets]
+        statements = [first] + each + [ast.Delete(targets=[ast.Name(_CHAIN, ast.Del())])]
+        return [ast.copy_location(statement, node) for statement in statements]
     if len(targets) == 1 and isinstance(targets[0], ast.Name):
         node.value = ast.Constant(sizes[targets[0].id])
-        return
+        return [node]
     if (len(targets) == 1 and isinstance(targets[0], (ast.Tuple, ast.List))
             and isinstance(node.value, (ast.Tuple, ast.List))
             and len(node.value.elts) == len(targets[0].elts)
@@ -149,9 +177,9 @@ def _rebind(node, sizes, filename):
         for i, target in enumerate(targets[0].elts):
             if target.id in sizes:
                 node.value.elts[i] = ast.Constant(sizes[target.id])
-        return
+        return [node]
     raise ProblemError(f"cannot rebind {names[0]}: {filename} line {node.lineno} assigns it together with "
-                       "other names; give it an assignment of its own")
+                       "other names from one value that is not a literal tuple; give it an assignment of its own")
 
 
 def _identifier(text):

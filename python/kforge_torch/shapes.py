@@ -13,7 +13,7 @@ the others, so shapes stay balanced; element counts come from the meta device, s
 own gigabyte-sized shape costs nothing. A shape that fails gets the next odd values; after three
 failures, one symbol at a time is held at its file value, then more and more of them together.
 """
-from .layout import TensorFact
+from .layout import TensorFact, signature_change
 from .problem import ProblemError
 
 TEST_ELEMENTS = (1 << 20, 1 << 16)
@@ -40,12 +40,13 @@ def detect_symbols(evaluator, module_vars, only=None):
         base = _dims_of(evaluator.inputs({}))
         candidates = [k for k, v in ints.items() if _moves_inputs(evaluator, k, v, base)]
     symbols = []
+    base = evaluator.layout({}) if candidates else None
     for name in candidates:
-        if _forward_works_elsewhere(evaluator, name, ints[name]):
+        failure = _forward_failure_elsewhere(evaluator, name, ints[name], base)
+        if failure is None:
             symbols.append(name)
         else:
-            notes.append(f"{name} changes the inputs' dims, but the program fails at every other value tried; "
-                         f"it keeps the file's value {ints[name]}")
+            notes.append(f"{name} changes the inputs' dims, but {failure}; it keeps the file's value {ints[name]}")
     others = [f"{k} = {v}" for k, v in ints.items() if k not in symbols]
     kept = f"; the other ints keep the file's values ({', '.join(others)})" if others else ""
     if only is not None:
@@ -70,15 +71,24 @@ def _moves_inputs(evaluator, name, value, base):
     return False
 
 
-def _forward_works_elsewhere(evaluator, name, value):
+def _forward_failure_elsewhere(evaluator, name, value, base):
+    """None when the program runs with `name` moved to some other value and keeps the signature it
+    has at the file's values (`base`); else why not, at the first value tried. A count of layers
+    (an RNN's num_layers) moves an input's dims but also the number of parameters: it is no size."""
+    first = None
     for other in _other_values(value):
         try:
             layout = evaluator.layout({name: other})
-        except ProblemError:
+        except ProblemError as e:
+            first = first or f"the program fails at every other value tried ({name}={other}: {e})"
             continue
+        change = signature_change(base, layout)
+        if change:
+            return f"it changes the program's signature ({change} at {name}={other}), which a task keeps"
         if not layout.has_empty_dim():
-            return True
-    return False
+            return None
+        first = first or f"the program fails at every other value tried ({name}={other}: a tensor has a dim of 0)"
+    return first or f"{name} has no other value to try"
 
 
 def _odd_candidates(value, low):
@@ -138,7 +148,7 @@ class ShapePlanner:
         """Elements of the largest tensor that moves with the symbols at `sizes`; None where the program
         fails there or a dim is 0."""
         try:
-            layout = self.evaluator.layout(sizes)
+            layout = self.evaluator.layout(sizes, outputs=False)
         except ProblemError:
             return None
         return None if layout.has_empty_dim() else layout.max_elements(self.scaling)
@@ -163,7 +173,20 @@ class ShapePlanner:
         return values
 
     def odd(self, values, held, n):
-        return {s: v if s in held else _nth_odd(v, self.floor[s], n) for s, v in values.items()}
+        """The `n`-th odd candidates of `values` (held symbols keep theirs). Symbols that would take
+        the same value take the next candidates instead, so a cube (depth = height = width = 128)
+        is tested as a box: a kernel that swaps or reuses sizes of equal file values fails."""
+        odd, taken = {}, set()
+        for s, v in values.items():
+            if s in held:
+                odd[s] = v
+                continue
+            for extra in range(8):
+                odd[s] = _nth_odd(v, self.floor[s], n + extra)
+                if (v, odd[s]) not in taken:
+                    break
+            taken.add((v, odd[s]))
+        return odd
 
     def _first_working(self, target, first_weight, avoid, check, first_n=0):
         attempts = ([([], first_n + n) for n in range(3)]                       # the next odd values

@@ -28,7 +28,7 @@ class Tolerances(unittest.TestCase):
         self.assertRegex(atol, r"^1e-06 \* max_abs_ref \+ [0-9.e-]+$")
         self.assertLessEqual(float(atol.split(" + ")[1]), 4 * 2 ** -25 * 1.01)
         check = output_check("out", "bf16", [({}, (ref + 0.5).bfloat16(), ref)], notes)
-        self.assertEqual(check["atol"], "0.01 * max_abs_ref")
+        self.assertEqual(check["atol"], "0.01 * max_abs_ref + 0.01")  # the floor at KernelBench's bf16 atol
         self.assertEqual(check["rtol"], "0.01")
         self.assertTrue(any("capped at 0.01" in n for n in notes), notes)
 
@@ -52,6 +52,27 @@ class Tolerances(unittest.TestCase):
         err, size = float((own - ref).abs()), float(ref.abs())
         self.assertGreater(err, float(k) * size + float(check["rtol"]) * size)  # relative alone rejects it
         self.assertLessEqual(err, float(k) * size + float(floor) + float(check["rtol"]) * size)
+
+    def test_an_output_that_is_rounding_noise_around_zero_accepts_the_program_s_own_result(self):
+        # KernelBench level 2 #23: the mean of a GroupNorm's output over everything but the batch is 0
+        # up to rounding (about 1e-17 in fp64, 1e-8 in fp32); the cap binds, and the check must still
+        # take the program's own fp32 result and a kernel's exact zeros, yet reject a real error
+        torch.manual_seed(0)
+        x = torch.rand(4, 8, 50, dtype=torch.float64) * 3
+        def program(t):
+            return torch.nn.functional.group_norm(t, 2).mean(dim=[1, 2])
+        ref, own = program(x), program(x.float())
+        notes = []
+        check = output_check("out", "f32", [({"batch": 4}, own, ref)], notes)
+        self.assertTrue(any("capped at 0.01" in n for n in notes), notes)
+        k, floor = check["atol"].replace(" * max_abs_ref", "").split(" + ")
+        def passes(candidate):
+            allowed = float(k) * float(ref.abs().max()) + float(floor) + float(check["rtol"]) * ref.abs()
+            return bool(((candidate.double() - ref).abs() <= allowed).all())
+        self.assertTrue(passes(own))
+        self.assertTrue(passes(torch.zeros(4)))
+        self.assertFalse(passes(torch.full((4,), 1e-3)))
+        self.assertLessEqual(float(floor), 1e-4)
 
     def test_integer_outputs_are_exact_and_a_missing_fp64_run_falls_back_with_a_note(self):
         notes = []

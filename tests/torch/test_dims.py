@@ -31,6 +31,8 @@ class FitDim(unittest.TestCase):
             "(a - 1) / 2 + 1": lambda z: (z["a"] + 2 - 3) // 2 + 1,   # conv: kernel 3, padding 1, stride 2
             "(a + 1) / 2 + 1": lambda z: (z["a"] + 2 * 2 - 3) // 2 + 1,  # kernel 3, padding 2, stride 2
             "(a - 1) / 8 + 1": lambda z: (z["a"] + 7) // 8,              # ceil-mode pooling, ceil_div(a, 8)
+            "a + b": lambda z: z["a"] + z["b"],                      # torch.cat((x, hidden), dim=1)
+            "b + c - 1": lambda z: z["b"] + z["c"] - 1,
             "a * b": lambda z: z["a"] * z["b"],
             "a * a": lambda z: z["a"] ** 2,
             "b * c * 3": lambda z: z["b"] * z["c"] * 3,
@@ -43,6 +45,7 @@ class FitDim(unittest.TestCase):
     def test_a_dim_no_form_expresses_is_not_fitted(self):
         self.assertIsNone(fit(lambda z: (z["a"] + 7) // 8 * 8))
         self.assertIsNone(fit(lambda z: z["a"] * z["b"] + 1))
+        self.assertIsNone(fit(lambda z: z["a"] + z["b"] + z["c"]))
 
     def test_a_strided_transposed_convolution_gets_an_affine_dim(self):
         # ConvTranspose2d(kernel 3, stride 2, padding 0): (h - 1) * 2 + 3, which no other form gives

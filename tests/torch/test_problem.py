@@ -45,8 +45,16 @@ class Rebinding(unittest.TestCase):
         with self.assertRaisesRegex(ProblemError, "width is not a variable assigned at the top level"):
             ProblemFile(problem_file(self, SCALED)).load({"width": 3})
 
-    def test_a_name_assigned_together_with_others_is_refused_with_its_line(self):
-        path = problem_file(self, "a = b = 4\n")
+    def test_each_name_of_a_chained_assignment_is_rebound_on_its_own(self):
+        path = problem_file(self, SCALED + "\n    a = b = c = 4\n    d = a * 10 + b\n")
+        file = ProblemFile(path)
+        self.assertEqual({k: file.load({"b": 5}).namespace[k] for k in "abcd"}, {"a": 4, "b": 5, "c": 4, "d": 45})
+        self.assertEqual({k: file.load({"a": 2, "c": 3}).namespace[k] for k in "abcd"},
+                         {"a": 2, "b": 4, "c": 3, "d": 24})
+        self.assertNotIn("_kforge_chained_value", file.load({"a": 2}).namespace)
+
+    def test_a_name_unpacked_from_a_value_that_is_not_a_literal_tuple_is_refused_with_its_line(self):
+        path = problem_file(self, "a, b = divmod(9, 2)\n")
         with self.assertRaisesRegex(ProblemError, "line 1 assigns it together"):
             ProblemFile(path).load({"a": 5})
 
@@ -72,6 +80,21 @@ class Running(unittest.TestCase):
         with self.assertRaisesRegex(ProblemError, r"get_inputs\(\) raises NameError: .*undefined_name.* "
                                                   r"\(problem.py line 19\)"):
             ProblemFile(path).load().make_inputs(0, "cpu")
+
+    def test_a_module_this_python_lacks_and_a_torch_api_newer_than_its_torch_say_what_to_do(self):
+        # KernelBench's Mamba problems import einops; its attention ones call
+        # F.scaled_dot_product_attention, which torch 2.0 added
+        missing = SCALED.replace("    import torch\n", "    import torch\n    import kforge_no_such_module\n", 1)
+        path = problem_file(self, missing)
+        with self.assertRaisesRegex(ProblemError, r"ModuleNotFoundError: .* \(problem.py line 3\); .* has no module "
+                                                  r"kforge_no_such_module: install it .* or point KFORGE_PYTHON"):
+            ProblemFile(path).load()
+        path = problem_file(self, SCALED.replace("return self.proj(x)",
+                                                 "return torch.nn.functional.kforge_attention_of_the_future(x)"))
+        program = ProblemFile(path).load()
+        with self.assertRaisesRegex(ProblemError, r"this PyTorch \(.*\) has no torch.nn.functional."
+                                                  r"kforge_attention_of_the_future: import with a newer one"):
+            program.run_forward(program.build_model(1, "cpu"), program.make_inputs(1, "cpu"), "cpu")
 
     def test_inputs_that_are_not_tensors_or_numbers_are_refused(self):
         path = problem_file(self, SCALED.replace("return [torch.randn(batch_size, dim)]", "return [None]"))
