@@ -124,6 +124,8 @@ class Symbols(unittest.TestCase):
         facts = import_problem(os.path.join(FIXTURES, "extra", "reverse_cumsum_tuple.py"))
         self.assertEqual(facts["symbols"], ["batch_size", "input_shape_0", "input_shape_1"])
         self.assertEqual(facts["module_vars"]["flip_dims_0"], 2)  # reaches only get_init_inputs: kept
+        self.assertEqual(facts["tuple_elements"], {"input_shape_0": ["input_shape", 0],
+                                                   "input_shape_1": ["input_shape", 1], "flip_dims_0": ["flip_dims", 0]})
         rows = [z["input_shape_1"] for z in facts["shapes"]["tests"][1:] + facts["shapes"]["held_out"]]
         self.assertTrue(all(r % 2 == 1 and r != 4096 for r in rows), rows)
         dims = {a["name"]: a["dims"] for a in facts["args"]}
