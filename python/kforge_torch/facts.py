@@ -217,6 +217,7 @@ def import_problem(path, symbols=None, device="cpu"):
         "source": problem_file.source,
         "torch_version": torch.__version__,
         "module_vars": module_vars,
+        "tuple_elements": {name: list(element) for name, element in problem_file.tuple_elements.items()},
         "symbols": symbols,
         "symbol_rule": rule,
         "notes": notes,

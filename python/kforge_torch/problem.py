@@ -3,7 +3,9 @@
 A problem is one Python file with `class Model(nn.Module)`, `get_inputs()`, `get_init_inputs()` and
 module-level variables that set its sizes. To run it at other sizes, the file is parsed and every
 top-level assignment to a rebound name gets the new value before the module runs, so values the file
-computes from it (`hidden = dim * 4`) follow, exactly as if the user had edited the number. Models
+computes from it (`hidden = dim * 4`) follow, exactly as if the user had edited the number. An int
+element of a module-level literal tuple of ints is rebound the same way under its own name
+(`input_shape = (32768,)` gives `input_shape_0`): that element of the literal is rewritten. Models
 and inputs are made under `torch.manual_seed` and inside `DeviceMode`, so the same seeds give the
 same tensors on the same device, made where they will be used.
 
@@ -101,12 +103,13 @@ class ProblemFile:
         for node in self.tree.body:
             for target in _assigned_targets(node):
                 self.top_level_names.update(_names_in(target))
+        self.tuple_elements = _tuple_elements(self.tree, self.top_level_names)
 
     def load(self, sizes=None):
         """Runs the file with each name in `sizes` rebound to its value; a Program."""
         sizes = dict(sizes or {})
         for name in sizes:
-            if name not in self.top_level_names:
+            if name not in self.top_level_names and name not in self.tuple_elements:
                 raise ProblemError(f"{name} is not a variable assigned at the top level of "
                                    f"{os.path.basename(self.path)}, so it cannot be rebound")
         key = tuple(sorted(sizes.items()))
@@ -114,8 +117,15 @@ class ProblemFile:
         if code is None:
             tree = ast.parse(self.source, filename=self.path) if sizes else self.tree
             if sizes:
+                elements = {}  # tuple variable -> {index: value}
+                for name, value in sizes.items():
+                    if name in self.tuple_elements:
+                        variable, index = self.tuple_elements[name]
+                        elements.setdefault(variable, {})[index] = value
+                plain = {k: v for k, v in sizes.items() if k not in self.tuple_elements}
                 tree.body = [rebound for node in tree.body
-                             for rebound in _rebind(node, sizes, os.path.basename(self.path))]
+                             for rebound in _rebind(_rebind_elements(node, elements), plain,
+                                                    os.path.basename(self.path))]
             code = compile(ast.fix_missing_locations(tree), self.path, "exec")
             if len(self._code) > 256:
                 self._code.clear()
@@ -128,10 +138,18 @@ class ProblemFile:
         except Exception as e:
             raise raised(f"running {os.path.basename(self.path)}", e, self.path) from None
         for name, value in sizes.items():
-            if module.__dict__.get(name) != value:
+            if self.value_of(name, module.__dict__) != value:
                 raise ProblemError(f"rebinding {name} to {value} did not hold: the file changes it after "
                                    "assigning it")
         return Program(self, module.__dict__)
+
+    def value_of(self, name, namespace):
+        """The value of module variable or tuple element `name` in `namespace`; None where it has none."""
+        if name not in self.tuple_elements:
+            return namespace.get(name)
+        variable, index = self.tuple_elements[name]
+        value = namespace.get(variable)
+        return value[index] if isinstance(value, tuple) and index < len(value) else None
 
 
 def _assigned_targets(node):
@@ -148,6 +166,48 @@ def _names_in(target):
     if isinstance(target, (ast.Tuple, ast.List)):
         return [n for element in target.elts for n in _names_in(element)]
     return []
+
+
+def _int_tuple_literal(node):
+    """Whether `node` is a literal tuple whose every element is an int literal (not a bool): `(32768,)`."""
+    return (isinstance(node, ast.Tuple) and node.elts
+            and all(isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts))
+
+
+def _tuple_elements(tree, top_level_names):
+    """Each int element of a module-level tuple of int literals (`input_shape = (32768,)`), by the name
+    it is rebound under: `input_shape_0` -> ("input_shape", 0). Only a variable assigned on its own
+    (one target, a name) counts; private names (a leading `_`) do not, as for module_vars. A name
+    another top-level variable or an earlier element already has gets `_2` (then `_3`...)."""
+    elements, taken = {}, set(top_level_names)
+    for node in tree.body:
+        targets = _assigned_targets(node)
+        if (len(targets) != 1 or not isinstance(targets[0], ast.Name) or targets[0].id.startswith("_")
+                or not _int_tuple_literal(node.value)):
+            continue
+        variable = targets[0].id
+        if any(v == variable for v, _ in elements.values()):
+            continue  # assigned twice: the first assignment names its elements
+        for index in range(len(node.value.elts)):
+            base = f"{variable}_{index}"
+            name, n = base, 2
+            while name in taken:
+                name, n = f"{base}_{n}", n + 1
+            taken.add(name)
+            elements[name] = (variable, index)
+    return elements
+
+
+def _rebind_elements(node, elements):
+    """`node` with the literal tuple it assigns to a variable of `elements` given the new element
+    values (`elements[variable]` maps an index to its value); the other elements keep the file's."""
+    targets = _assigned_targets(node)
+    if (elements and len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id in elements
+            and _int_tuple_literal(node.value)):
+        for index, value in elements[targets[0].id].items():
+            if index < len(node.value.elts):
+                node.value.elts[index] = ast.copy_location(ast.Constant(value), node.value.elts[index])
+    return node
 
 
 _CHAIN = "_kforge_chained_value"
@@ -204,9 +264,15 @@ class Program:
             raise ProblemError(f"{name}: Model is not a torch.nn.Module subclass")
 
     def module_vars(self):
-        """The file's module-level numbers (ints, floats, bools) after it ran, by name."""
-        return {k: v for k, v in self.namespace.items()
-                if not k.startswith("_") and isinstance(v, (bool, int, float)) and k in self.file.top_level_names}
+        """The file's module-level numbers (ints, floats, bools) after it ran, by name, then each int
+        element of a module-level literal tuple of ints under its element name (`input_shape_0`)."""
+        numbers_ = {k: v for k, v in self.namespace.items()
+                    if not k.startswith("_") and isinstance(v, (bool, int, float)) and k in self.file.top_level_names}
+        for name in self.file.tuple_elements:
+            value = self.file.value_of(name, self.namespace)
+            if type(value) is int:
+                numbers_[name] = value
+        return numbers_
 
     def build_model(self, param_seed, device):
         """`Model(*get_init_inputs())` under `param_seed`, made on `device`, in the mode its constructor

@@ -1,8 +1,10 @@
 """Which module variables are sizes, and the shapes an imported task is tested, timed and held out on.
 
-The rule for sizes (docs/torch-tasks.md): an int module variable (not a bool) is a size symbol when
-changing its value changes the dims of a tensor that `get_inputs()` returns; `--symbols` replaces the
-rule with a list. Everything else keeps the file's value.
+The rule for sizes (docs/torch-tasks.md): an int module variable (not a bool), or an int element of a
+module-level literal tuple of ints (`input_shape = (32768,)` gives `input_shape_0`; problem.py rebinds
+it by rewriting the literal), is a size symbol when changing its value changes the dims of a tensor
+that `get_inputs()` returns; `--symbols` replaces the rule with a list. Everything else keeps the
+file's value.
 
 Shapes: `bench` is the file's own values. The tests are two shapes scaled down from them until the
 largest tensor has about 2^20 (and 2^16) elements, with odd values that are not powers of two (so a
@@ -34,7 +36,7 @@ def detect_symbols(evaluator, module_vars, only=None):
             if name not in ints:
                 listed = ", ".join(sorted(ints)) or "none"
                 raise ProblemError(f"--symbols names {name}, which is not an int module variable of the file "
-                                   f"(its int variables: {listed})")
+                                   f"nor an int element of one of its tuples (its ints: {listed})")
         candidates = list(only)
     else:
         base = _dims_of(evaluator.inputs({}))
@@ -52,7 +54,8 @@ def detect_symbols(evaluator, module_vars, only=None):
     if only is not None:
         rule = f"size symbols named by --symbols: {', '.join(symbols) or 'none'}{kept}"
     else:
-        rule = ("an int module variable is a size symbol when changing it changes the dims of a tensor "
+        rule = ("an int module variable (or an int element of a module-level tuple, named tuple_index) is a size "
+                "symbol when changing it changes the dims of a tensor "
                 f"get_inputs() returns: {', '.join(symbols) or 'none'}{kept}")
     return symbols, notes, rule
 

@@ -12,6 +12,7 @@
 #include "cli/task_import.hpp"
 
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -141,12 +142,20 @@ OJson spec_from_facts(const Json& facts_json, const SpecFromFacts& options)
     OJson symbol_specs = OJson::object();
     std::vector<std::string> symbol_order;
     JsonReader module_vars = facts.at("module_vars");
+    // Importers before tuple-element symbols wrote no "tuple_elements"; their symbols are all variables.
+    std::optional<JsonReader> tuple_elements = facts.find("tuple_elements");
     for (const auto& symbol : facts.at("symbols").items()) {
         std::string name = symbol.as_string();
         symbols.insert(name);
         symbol_order.push_back(name);
         std::string value = module_vars.has(name) ? module_vars.at(name).json().dump() : "?";
-        symbol_specs[name] = OJson{{"min", 1}, {"doc", fmt::format("module variable {} ({} in the file)", name, value)}};
+        std::string doc = fmt::format("module variable {} ({} in the file)", name, value);
+        if (tuple_elements && tuple_elements->has(name)) {
+            JsonReader element = tuple_elements->at(name);
+            doc = fmt::format("element {} of the module tuple {} ({} in the file)", element.at(size_t{1}).as_int(),
+                              element.at(size_t{0}).as_string(), value);
+        }
+        symbol_specs[name] = OJson{{"min", 1}, {"doc", doc}};
     }
     if (symbols.empty())
         facts.at("symbols").fail("the program has no size symbols (no int module variable sets a forward input's "

@@ -63,6 +63,36 @@ class Rebinding(unittest.TestCase):
         with self.assertRaisesRegex(ProblemError, "rebinding batch_size to 4 did not hold"):
             ProblemFile(path).load({"batch_size": 4})
 
+    def test_each_int_element_of_a_module_level_tuple_is_a_variable_named_by_its_index(self):
+        path = problem_file(self, SCALED + "\n    input_shape = (32768, 4)\n    mixed = (3, 0.5)\n"
+                                           "    flags = (True,)\n    _hidden = (9,)\n")
+        module_vars = ProblemFile(path).load().module_vars()
+        self.assertEqual(module_vars["input_shape_0"], 32768)
+        self.assertEqual(module_vars["input_shape_1"], 4)
+        for name in ("mixed_0", "mixed_1", "flags_0", "_hidden_0", "input_shape"):
+            self.assertNotIn(name, module_vars)
+
+    def test_rebinding_a_tuple_element_rewrites_the_literal_and_the_other_elements_keep_their_values(self):
+        path = problem_file(self, SCALED + "\n    input_shape = (32768, 4, 6)\n    total = sum(input_shape)\n")
+        program = ProblemFile(path).load({"input_shape_1": 7, "dim": 3})
+        self.assertEqual(program.namespace["input_shape"], (32768, 7, 6))
+        self.assertEqual(program.namespace["total"], 32768 + 7 + 6)
+        self.assertEqual(program.module_vars()["input_shape_1"], 7)
+        self.assertEqual(program.module_vars()["hidden"], 12)
+
+    def test_a_tuple_element_name_another_variable_has_gets_a_suffix(self):
+        path = problem_file(self, SCALED + "\n    shape = (5, 6)\n    shape_0 = 2\n")
+        file = ProblemFile(path)
+        self.assertEqual(file.tuple_elements, {"shape_0_2": ("shape", 0), "shape_1": ("shape", 1)})
+        program = file.load({"shape_0_2": 9})
+        self.assertEqual((program.namespace["shape"], program.namespace["shape_0"]), ((9, 6), 2))
+
+    def test_a_tuple_the_file_changes_later_is_reported(self):
+        path = problem_file(self, SCALED + "\n    shape = (5, 6)\n    shape = shape[::-1]\n")
+        with self.assertRaisesRegex(ProblemError, "rebinding shape_0 to 4 did not hold"):
+            ProblemFile(path).load({"shape_0": 4})
+
+
 
 class Running(unittest.TestCase):
     def test_the_same_seed_gives_the_same_inputs_and_parameters(self):

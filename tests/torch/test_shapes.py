@@ -7,7 +7,7 @@ import unittest
 
 import torch
 
-from support import problem_file
+from support import FIXTURES, problem_file
 from kforge_torch.facts import Runner, import_problem, moving_elements
 from kforge_torch import layout
 from kforge_torch.layout import Evaluator
@@ -105,6 +105,33 @@ class Symbols(unittest.TestCase):
         symbols, _, rule = detect_symbols(evaluator, module_vars, ["batch_size"])
         self.assertEqual(symbols, ["batch_size"])
         self.assertTrue(rule.startswith("size symbols named by --symbols: batch_size"))
+
+    def test_int_elements_of_a_module_level_tuple_that_move_the_inputs_are_sizes(self):
+        # KernelBench's scans and losses: torch.rand(batch_size, *input_shape) with input_shape = (32768,)
+        source = HEADS.replace("    dim = 96\n", "    input_shape = (96,)\n    pool = (3,)\n").replace(
+            "torch.randn(batch_size, dim)", "torch.randn(batch_size, *input_shape)").replace(
+            "return [heads, kernel_size]", "return [heads, pool[0]]")
+        evaluator, module_vars = self.evaluator(source)
+        symbols, notes, rule = detect_symbols(evaluator, module_vars)
+        self.assertEqual(symbols, ["batch_size", "input_shape_0"])
+        self.assertIn("pool_0 = 3", rule)
+        symbols, _, _ = detect_symbols(evaluator, module_vars, ["input_shape_0"])
+        self.assertEqual(symbols, ["input_shape_0"])
+
+    def test_a_row_given_by_a_tuple_is_tested_and_held_out_at_odd_lengths(self):
+        # without tuple elements as symbols every shape kept the file's 4096: a kernel that hard-coded
+        # the row length passed every test
+        facts = import_problem(os.path.join(FIXTURES, "extra", "reverse_cumsum_tuple.py"))
+        self.assertEqual(facts["symbols"], ["batch_size", "input_shape_0", "input_shape_1"])
+        self.assertEqual(facts["module_vars"]["flip_dims_0"], 2)  # reaches only get_init_inputs: kept
+        self.assertEqual(facts["tuple_elements"], {"input_shape_0": ["input_shape", 0],
+                                                   "input_shape_1": ["input_shape", 1], "flip_dims_0": ["flip_dims", 0]})
+        rows = [z["input_shape_1"] for z in facts["shapes"]["tests"][1:] + facts["shapes"]["held_out"]]
+        self.assertTrue(all(r % 2 == 1 and r != 4096 for r in rows), rows)
+        dims = {a["name"]: a["dims"] for a in facts["args"]}
+        self.assertEqual(dims["x"], ["batch_size", "input_shape_0", "input_shape_1"])
+        self.assertEqual(dims["out"], dims["x"])
+
 
 
 class Shapes(unittest.TestCase):
