@@ -182,6 +182,18 @@ TEST_CASE("task import turns fixture problems into specs the task loader takes",
         REQUIRE(out.check);
         CHECK_THAT(result.err, Catch::Contains("max |own dtype - fp64|"));
     }
+    SECTION("int elements of a module-level tuple shape are size symbols named by their index")
+    {
+        CommandResult result = import_into(dir, "extra/reverse_cumsum_tuple.py");
+        INFO(result.err);
+        REQUIRE(result.exit_code == 0);
+        Task task = load_task(dir / "reverse_cumsum_tuple.json");
+        CHECK(dims(arg_named(task, "x")) == std::vector<std::string>{"batch_size", "input_shape_0", "input_shape_1"});
+        Json spec = Json::parse(read_file(dir / "reverse_cumsum_tuple.json"));
+        CHECK_THAT(spec.at("symbols").at("input_shape_1").at("doc").get<std::string>(),
+                   Catch::Contains("element 1 of the module tuple input_shape (4096 in the file)"));
+        CHECK_FALSE(spec.at("symbols").contains("flip_dims_0")); // reaches only get_init_inputs()
+    }
     SECTION("a tuple output with an integer part")
     {
         CommandResult result = import_into(dir, "logsumexp_argmax.py");
