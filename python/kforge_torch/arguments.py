@@ -7,27 +7,26 @@ has one signature), names each tensor (docs/torch-tasks.md, "Names") and fits ea
 `--symbols` without the symbols that move it.
 """
 from .dims import fit_dim, moving_symbols
-from .layout import ScalarFact, first_difference, structure
+from .layout import ScalarFact, signature_change
 from .problem import Namer, ProblemError, forward_input_names, param_arg_name
 from .shapes import label
+
+
+# What a signature change says, by the part that changed (layout.signature_change).
+_SIGNATURE_CHANGES = {"input": ("get_inputs() changes with the sizes", "; a task has one signature"),
+                      "parameter": ("the model's parameters change with the sizes", ""),
+                      "output": ("the outputs change with the sizes", "")}
 
 
 def checkstructure(layouts):
     """Raises ProblemError unless every layout (sizes -> Layout) has the same signature."""
     (first_sizes, first), *rest = layouts
-    inputs, params, outputs = structure(first)
     for sizes, layout in rest:
-        other_inputs, other_params, other_outputs = structure(layout)
-        where = f"at {label(first_sizes)} and at {label(sizes)}"
-        if other_inputs != inputs:
-            raise ProblemError(f"get_inputs() changes with the sizes ({first_difference(inputs, other_inputs, 'input')}"
-                               f" {where}); a task has one signature")
-        if other_params != params:
-            raise ProblemError(f"the model's parameters change with the sizes "
-                               f"({first_difference(params, other_params, 'parameter')} {where})")
-        if outputs is not None and other_outputs is not None and other_outputs != outputs:
-            raise ProblemError(f"the outputs change with the sizes ({first_difference(outputs, other_outputs, 'output')}"
-                               f" {where})")
+        change = signature_change(first, layout)
+        if change:
+            what, difference = change
+            head, tail = _SIGNATURE_CHANGES[what]
+            raise ProblemError(f"{head} ({difference} at {label(first_sizes)} and at {label(sizes)}){tail}")
 
 
 def _fit(points, symbols, what):

@@ -84,10 +84,12 @@ def first_difference(a, b, what):
 
 
 def signature_change(a, b):
-    """None where Layouts `a` and `b` have one signature; else the first difference, as text."""
+    """None where Layouts `a` and `b` have one signature; else (part, text): the first part that differs
+    ("input", "parameter" or "output", checked in that order; outputs only where both are known) and
+    its first difference, as text."""
     for part, what in zip(zip(structure(a), structure(b)), ("input", "parameter", "output")):
         if part[0] is not None and part[1] is not None and part[0] != part[1]:
-            return first_difference(part[0], part[1], what)
+            return what, first_difference(part[0], part[1], what)
     return None
 
 

@@ -266,13 +266,13 @@ class Program:
     def module_vars(self):
         """The file's module-level numbers (ints, floats, bools) after it ran, by name, then each int
         element of a module-level literal tuple of ints under its element name (`input_shape_0`)."""
-        numbers_ = {k: v for k, v in self.namespace.items()
-                    if not k.startswith("_") and isinstance(v, (bool, int, float)) and k in self.file.top_level_names}
+        found = {k: v for k, v in self.namespace.items()
+                 if not k.startswith("_") and isinstance(v, (bool, int, float)) and k in self.file.top_level_names}
         for name in self.file.tuple_elements:
             value = self.file.value_of(name, self.namespace)
             if type(value) is int:
-                numbers_[name] = value
-        return numbers_
+                found[name] = value
+        return found
 
     def build_model(self, param_seed, device):
         """`Model(*get_init_inputs())` under `param_seed`, made on `device`, in the mode its constructor

@@ -87,7 +87,7 @@ def _forward_failure_elsewhere(evaluator, name, value, base):
             continue
         change = signature_change(base, layout)
         if change:
-            return f"it changes the program's signature ({change} at {name}={other}), which a task keeps"
+            return f"it changes the program's signature ({change[1]} at {name}={other}), which a task keeps"
         if not layout.has_empty_dim():
             return None
         first = first or f"the program fails at every other value tried ({name}={other}: a tensor has a dim of 0)"
@@ -136,9 +136,7 @@ class ShapePlanner:
         dims = {(role, key): f.dims for role, key, f in base.tensors()}
         moving = set()
         for s, v in self.file_values.items():
-            for other in (v + 1, v * 2, v - 1, v + 3):
-                if other < 1:
-                    continue
+            for other in _other_values(v):
                 try:
                     layout = self.evaluator.layout(dict(self.file_values, **{s: other}))
                 except ProblemError:
