@@ -337,6 +337,8 @@ std::optional<Candidate> SearchLoop::record_candidate(Flight& flight)
     candidate.source_hash = flight.source_hash;
     if (item.kind == ItemKind::propose || item.kind == ItemKind::repair || item.kind == ItemKind::tune)
         candidate.parent_id = item.parent;
+    if (const KernelFile* seed = seed_parent_file(item)) // recorded before this item: records are in order
+        candidate.parent_id = m_archive.find_candidate_by_hash(candidate_hash(seed->source));
     candidate.inspiration_ids = item.inspirations;
     candidate.island = std::max(item.island, 0);
     candidate.generation = item.generation;

@@ -8,16 +8,21 @@
 // (queues, counts) and makes it a Flight.
 //
 // Seeding. The first proposals should start from a kernel the task's author wrote, not from the
-// naive reference, so none is planned while the seeding items (the reference, then each seed) are
-// in flight and no recorded seed holds a cell yet. Once one does (seeds are recorded in order, so
-// this is usually the first seed), proposals start while the later seeds are still being confirmed:
-// a confirmation takes seconds of one GPU, and waiting for all of them left the other GPUs idle
-// (2 x H200: one GPU idle 3.7 s of a 40 s run). Until the last seeding item is recorded, parents
-// and inspirations are drawn from the recorded seeds that hold a cell only, never the reference;
-// a later seed joins the grids when it is recorded, like any candidate. Without a seed that holds
-// a cell (no seeds, none correct, or each beaten in its cell by the reference) proposals wait for
-// every seeding item, as they always did. The rule reads the recorded grids only, so the schedule
-// stays a function of the recorded prefix.
+// naive reference. While the reference is in flight nothing else is planned (its jobs, a fraction
+// of a second, are the run's first result; a proposal's screen taken by a GPU in between would
+// hold it back). Then, while seeds are in flight:
+//  - once a recorded seed holds a cell (seeds are recorded in order, so usually the first seed),
+//    parents and inspirations are drawn from the recorded seeds that hold a cell only, never the
+//    reference; a later seed joins the grids when it is recorded, like any candidate;
+//  - before that, while seeds are still unrecorded, a proposal's parent is one of those seeds, drawn
+//    at random: its source, shown as "not evaluated yet" (WorkItem::seed_parent). A seed's
+//    confirmation takes seconds of one GPU (5-8 s on an H200), and waiting for it left every other
+//    GPU idle (4 simulated GPUs: two idle 6 s of a 30 s run; 2 x H200: one idle 3.7 s of 40 s);
+//    the GPUs take jobs lowest ticket first, so the seeds are measured no later for it;
+//  - with every seed recorded (or none), proposals draw from the grids as usual: the reference is
+//    a parent only when no seed holds a cell (no seeds, none correct, or each beaten in its cell).
+// The rule reads the items in flight and the recorded grids only, so the schedule stays a function
+// of the recorded prefix and the window, the same on any number of GPUs.
 //
 // A fresh proposal may be made two-phase (a planner, then a coder: search_plans.cpp): with
 // --strategy mix that is drawn here, and so is the technique the planner is pointed at
@@ -107,15 +112,22 @@ std::optional<WorkItem> SearchLoop::plan_next()
         reserve(item);
         return item;
     }
+    bool reference_in_flight = false;
+    std::vector<int> seeds_in_flight; // task seed indices, in schedule order
+    for (const auto& [seq, flight] : m_flights) {
+        reference_in_flight = reference_in_flight || flight.item.kind == ItemKind::reference;
+        if (flight.item.kind == ItemKind::seed)
+            seeds_in_flight.push_back(flight.item.seed_index);
+    }
+    if (reference_in_flight)
+        return std::nullopt; // the first record waits for nothing but the reference's own jobs
     std::set<int64_t> seed_parents;
-    for (const auto& [seq, flight] : m_flights)
-        if (flight.item.kind == ItemKind::reference || flight.item.kind == ItemKind::seed) {
-            seed_parents = seeds_holding_cells();
-            if (seed_parents.empty())
-                return std::nullopt; // no seed to start from yet
-            break;
-        }
-    return plan_proposal(m_state.next_island, seed_parents);
+    if (!seeds_in_flight.empty()) {
+        seed_parents = seeds_holding_cells();
+        if (seed_parents.empty())
+            return plan_proposal(m_state.next_island, {}, seeds_in_flight);
+    }
+    return plan_proposal(m_state.next_island, seed_parents, {});
 }
 
 std::set<int64_t> SearchLoop::seeds_holding_cells()
@@ -134,7 +146,8 @@ std::set<int64_t> SearchLoop::seeds_holding_cells()
     return seeds;
 }
 
-WorkItem SearchLoop::plan_proposal(int island, const std::set<int64_t>& seed_parents)
+WorkItem SearchLoop::plan_proposal(int island, const std::set<int64_t>& seed_parents,
+                                   const std::vector<int>& unrecorded_seeds)
 {
     WorkItem item;
     item.seq = m_state.next_seq;
@@ -151,7 +164,11 @@ WorkItem SearchLoop::plan_proposal(int island, const std::set<int64_t>& seed_par
     }
     const IslandGrid& grid = *grid_ptr;
     const auto& queue = m_state.follow_ups[static_cast<size_t>(island)];
-    if (!queue.empty()) {
+    if (!unrecorded_seeds.empty()) {
+        item.kind = ItemKind::propose; // nothing recorded yet, so no follow-up can be queued
+        item.mode = ParentMode::exploit;
+        item.seed_parent = unrecorded_seeds[m_state.rng.below(unrecorded_seeds.size())];
+    } else if (!queue.empty()) {
         item.kind = queue.front().kind;
         item.parent = queue.front().candidate;
     } else {
@@ -168,9 +185,10 @@ WorkItem SearchLoop::plan_proposal(int island, const std::set<int64_t>& seed_par
             item.inspirations = choose_inspirations(grid, choice.parent->candidate_id, k_inspirations, m_state.rng);
         }
     }
+    bool has_parent = item.parent || item.seed_parent;
     bool diff = m_config.edit_form == EditFormPolicy::diff ||
-                (m_config.edit_form == EditFormPolicy::mix && item.parent && m_state.rng.uniform() < 0.5);
-    item.edit_form = item.parent && diff ? EditForm::search_replace : EditForm::whole_file;
+                (m_config.edit_form == EditFormPolicy::mix && has_parent && m_state.rng.uniform() < 0.5);
+    item.edit_form = has_parent && diff ? EditForm::search_replace : EditForm::whole_file;
     item.seed = m_state.rng.next();
     if (item.kind == ItemKind::propose && plans_enabled()) {
         double share = m_config.plan_share;
@@ -254,6 +272,8 @@ size_t SearchLoop::prompt_chars(const WorkItem& item)
     size_t chars = k_prompt_overhead_chars + m_task.description.size() + m_task.reference.source.size();
     if (item.parent)
         chars += source_size(*item.parent) * (item.kind == ItemKind::analyst ? 2 : 1);
+    if (const KernelFile* seed = seed_parent_file(item))
+        chars += seed->source.size();
     if (item.subject)
         chars += 2 * source_size(*item.subject);
     for (int64_t id : item.inspirations)
@@ -348,6 +368,13 @@ ProposalContext SearchLoop::proposal_context(const WorkItem& item)
     if (item.parent)
         if (auto parent = m_archive.candidate(*item.parent))
             context.parent = candidate_view(*parent, m_baselines);
+    if (const KernelFile* seed = seed_parent_file(item)) {
+        CandidateView view; // no verdict: the prompt says "not evaluated yet"
+        view.source = seed->source;
+        view.note = "the task's seed kernel " + seed->path.filename().string() +
+                    ", scheduled while its measurement was still under way";
+        context.parent = std::move(view);
+    }
     for (int64_t id : item.inspirations)
         if (auto inspiration = m_archive.candidate(id))
             context.inspirations.push_back(candidate_view(*inspiration, m_baselines));
@@ -363,6 +390,13 @@ ProposalContext SearchLoop::proposal_context(const WorkItem& item)
     context.edit_form = item.edit_form;
     context.round = item.kind == ItemKind::repair ? RoundKind::repair : RoundKind::fresh;
     return context;
+}
+
+const KernelFile* SearchLoop::seed_parent_file(const WorkItem& item) const
+{
+    if (!item.seed_parent || *item.seed_parent < 0 || static_cast<size_t>(*item.seed_parent) >= m_task.seeds.size())
+        return nullptr;
+    return &m_task.seeds[static_cast<size_t>(*item.seed_parent)];
 }
 
 Proposal SearchLoop::inline_proposal(const WorkItem& item)

@@ -1,5 +1,6 @@
-// The search's seeding (search_schedule.cpp): proposals start once a recorded seed holds a cell,
-// while later seeds are still being confirmed, and the records stay those of the recorded prefix.
+// The search's seeding (search_schedule.cpp): once the reference is recorded, proposals start from
+// the seeds, recorded or still being confirmed, never from the naive reference alone, and the
+// records stay those of the recorded prefix.
 //
 // The fake evaluator stands in for two GPUs (two workers); the second seed's confirmation is made
 // slow (as on an H200, where a confirmation takes 5-8 s of one GPU against ~1 s for a screen).
@@ -96,16 +97,29 @@ TEST_CASE("proposals are screened on a free GPU while a later seed is still bein
     CHECK(watch.proposals_started_before_record > 0);
     // Records are still in schedule order: the reference and both seeds first.
     CHECK(first_origins(dir / "run.kforge", 3) == std::vector<Origin>{Origin::reference, Origin::seed, Origin::seed});
-    // The first proposal was planned while the second seed was confirmed: it starts from the first
-    // seed, which holds a cell, and neither from the naive reference (#1), which the grids hold
-    // too, nor from the second seed (#3), not recorded yet; nor is the reference an inspiration.
+    // The first proposals were planned once the reference was recorded, before either seed was: they
+    // start from a seed (#2 or #3, recorded as their parent), never from the naive reference (#1),
+    // which the grids hold too; nor is the reference an inspiration.
     Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
     auto first_proposal = archive.candidate(4);
     REQUIRE(first_proposal);
     CHECK(first_proposal->origin == Origin::llm);
-    CHECK(first_proposal->parent_id == std::optional<int64_t>(2));
+    REQUIRE(first_proposal->parent_id);
+    CHECK((*first_proposal->parent_id == 2 || *first_proposal->parent_id == 3));
     for (int64_t id : first_proposal->inspiration_ids)
         CHECK(id != 1);
+    // Its prompt showed that seed's source as the parent, said to be not evaluated yet, and no
+    // measurement of it.
+    REQUIRE(first_proposal->llm_call_id);
+    auto call = archive.llm_call(*first_proposal->llm_call_id);
+    REQUIRE(call);
+    std::string prompt = call->request.dump();
+    auto seed = archive.candidate(*first_proposal->parent_id);
+    REQUIRE(seed);
+    CHECK(seed->origin == Origin::seed);
+    CHECK_THAT(prompt, Catch::Contains(Json(seed->source).dump().substr(1, 200)));
+    CHECK_THAT(prompt, Catch::Contains("not evaluated yet"));
+    CHECK_THAT(prompt, Catch::Contains("scheduled while its measurement was still under way"));
 }
 
 TEST_CASE("a run whose seeds are confirmed slowly on two GPUs records what a run on one GPU without delays "
@@ -141,7 +155,9 @@ TEST_CASE("a run whose seeds are confirmed slowly on two GPUs records what a run
     CHECK(three == one);
 }
 
-TEST_CASE("a first seed that fails holds proposals back until a later seed holds a cell", "[search][seeding]")
+TEST_CASE("with a first seed that fails, the proposals made while the second is confirmed start from the seeds, "
+          "not the reference",
+          "[search][seeding]")
 {
     clear_interrupt();
     TempDir dir;
@@ -156,12 +172,22 @@ TEST_CASE("a first seed that fails holds proposals back until a later seed holds
     HarnessOptions options = two_gpu_run(task, watch, milliseconds(600));
     run_session(dir / "run.kforge", options, task);
     CHECK(watch.second_seed_confirming);
-    CHECK(watch.proposals_started_before_record == 0);
+    // The GPU that is free screens proposals while the second seed is confirmed.
+    CHECK(watch.proposals_started_before_record > 0);
     Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
     auto first_seed = archive.candidate(2);
     REQUIRE(first_seed);
     CHECK(first_seed->evaluation.verdict.kind == VerdictKind::incorrect);
-    // Every proposal could start from the second seed.
+    // The proposals recorded before the second seed holds a cell in the grids (those scheduled
+    // before it was recorded: the window's worth after the seeds) start from a seed, each named as
+    // the parent; none from the reference.
+    std::vector<int64_t> early_parents;
+    for (int64_t id = 4; id <= archive.candidate_count(); ++id)
+        if (auto c = archive.candidate(id); c && c->origin == Origin::llm && early_parents.size() < 3)
+            early_parents.push_back(c->parent_id.value_or(-1));
+    REQUIRE(early_parents.size() == 3);
+    for (int64_t parent : early_parents)
+        CHECK((parent == 2 || parent == 3));
     bool from_second_seed = false;
     for (const auto& point : archive.fitness_series())
         if (auto c = archive.candidate(point.candidate_id); c->origin == Origin::llm && c->parent_id == 3)
