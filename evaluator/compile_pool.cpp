@@ -22,6 +22,7 @@
 #include <deque>
 #include <fstream>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -180,6 +181,8 @@ struct CompilePool::Impl {
     std::vector<std::unique_ptr<Subprocess>> idle;
     std::atomic<size_t> spawned{0};
     std::atomic<bool> cancelled{false};
+    std::mutex prefetch_mutex;
+    std::map<std::string, std::shared_future<CompileResult>> prefetched; // by cache key, kept for the pool's life
 
     // A free worker, or null once the pool is cancelled.
     std::unique_ptr<Subprocess> acquire()
@@ -291,6 +294,13 @@ CompilePool::CompilePool(CompilePoolConfig config) : m_impl(std::make_unique<Imp
 
 CompilePool::~CompilePool()
 {
+    std::map<std::string, std::shared_future<CompileResult>> prefetched;
+    {
+        std::lock_guard lock(m_impl->prefetch_mutex);
+        prefetched.swap(m_impl->prefetched);
+    }
+    for (auto& [key, result] : prefetched)
+        result.wait(); // each holds a worker until it is done
     for (auto& worker : m_impl->idle)
         worker->finish(std::chrono::milliseconds(1000));
 }
@@ -308,9 +318,35 @@ size_t CompilePool::workers() const { return m_impl->config.workers; }
 
 size_t CompilePool::spawned() const { return m_impl->spawned; }
 
+void CompilePool::prefetch(const CompileRequest& request)
+{
+    std::string key = compile_cache_key(request);
+    if (m_impl->cache && m_impl->cache->load(key))
+        return;
+    std::lock_guard lock(m_impl->prefetch_mutex);
+    if (m_impl->prefetched.count(key))
+        return;
+    m_impl->prefetched.emplace(key, std::async(std::launch::async, [this, request, key] {
+                                        return compile_now(request, key);
+                                    }).share());
+}
+
 CompileResult CompilePool::compile(const CompileRequest& request)
 {
     std::string key = compile_cache_key(request);
+    std::shared_future<CompileResult> prefetched;
+    {
+        std::lock_guard lock(m_impl->prefetch_mutex);
+        if (auto it = m_impl->prefetched.find(key); it != m_impl->prefetched.end())
+            prefetched = it->second;
+    }
+    if (prefetched.valid())
+        return prefetched.get();
+    return compile_now(request, key);
+}
+
+CompileResult CompilePool::compile_now(const CompileRequest& request, const std::string& key)
+{
     if (m_impl->cache)
         if (auto hit = m_impl->cache->load(key)) {
             add_cubin_resources(*hit, request.kernels); // entries cached without a ptxas report

@@ -50,7 +50,6 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_
                {"cache_dir", config.cache_dir.string()}};
     if (!config.gpu_share_dir.empty())
         setup["gpu_share_dir"] = std::filesystem::absolute(config.gpu_share_dir).string();
-    start_slots(setup);
 
     CompilePoolConfig pool;
     pool.workers = config.compile_workers;
@@ -58,6 +57,20 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_
     pool.cache_dir = config.cache_dir.empty() ? std::filesystem::path() : config.cache_dir;
     pool.worker_executable = config.worker_executable;
     m_pool = std::make_unique<CompilePool>(pool);
+    // The search's first jobs are the reference and the seeds: their compiles (seconds for a
+    // header-heavy kernel of many param points) run while the GPUs start and time their
+    // baselines, instead of after, while every GPU waits for them.
+    prefetch_compiles(task, task.reference.source, true, *m_pool, m_visible_arches);
+    for (const auto& seed : task.seeds)
+        prefetch_compiles(task, seed.source, false, *m_pool, m_visible_arches);
+    log_debug("compile pool: compiling the reference and {} seed{} while the GPUs start", task.seeds.size(),
+              task.seeds.size() == 1 ? "" : "s");
+    try {
+        start_slots(setup);
+    } catch (...) {
+        m_pool->cancel(); // no prefetch is wanted now; the pool's destructor waits for none
+        throw;
+    }
     describe_environment();
 
     size_t preparers = std::max<size_t>(1, m_pool->workers());
@@ -114,6 +127,9 @@ void GpuEvaluator::add_remote_gpus()
 
 void GpuEvaluator::add_slot(const VisibleGpu& gpu, const std::string& host, int rank, std::unique_ptr<GpuLink> link)
 {
+    std::string arch = m_config.arch.empty() ? gpu.facts.arch() : m_config.arch; // as GpuSlot::start() will say
+    if (std::find(m_visible_arches.begin(), m_visible_arches.end(), arch) == m_visible_arches.end())
+        m_visible_arches.push_back(arch);
     GpuIdentity identity = identify_gpu(gpu, host, rank);
     // Results from one GPU stand in on another of the same model, never on another model.
     auto& memo = m_memos[identity.name];

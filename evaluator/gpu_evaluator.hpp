@@ -125,6 +125,7 @@ private:
     std::vector<SlotEntry> m_slots;     // fixed once the constructor returns; guarded by m_mutex
     const GpuSlot* m_primary = nullptr; // the first GPU that started: the run record's device
     std::vector<std::string> m_arches;  // distinct archs of the started GPUs
+    std::vector<std::string> m_visible_arches; // distinct archs of the GPUs chosen, before they start
     Json m_environment;
     std::unique_ptr<CompilePool> m_pool;
 

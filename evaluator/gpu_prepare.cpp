@@ -15,6 +15,65 @@
 #include "evaluator/measurement_memo.hpp"
 
 namespace kforge {
+namespace {
+
+// The compiles of `points` once per arch, in the order prepare_job() reads them back.
+std::vector<CompileRequest> variant_requests(const std::string& source, const std::vector<std::string>& kernels,
+                                             const std::vector<ParamPoint>& points,
+                                             const std::vector<std::string>& arches)
+{
+    std::vector<CompileRequest> requests;
+    for (const auto& arch : arches)
+        for (const auto& point : points) {
+            CompileRequest request;
+            request.source = source;
+            request.arch = arch;
+            request.params = point;
+            request.kernels = kernels;
+            requests.push_back(std::move(request));
+        }
+    return requests;
+}
+
+std::vector<std::string> launched_kernels(const Plan& plan)
+{
+    std::vector<std::string> kernels;
+    for (const auto& launch : plan.launches)
+        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
+            kernels.push_back(launch.kernel);
+    return kernels;
+}
+
+} // namespace
+
+void prefetch_compiles(const Task& task, const std::string& source, bool task_code, CompilePool& pool,
+                       const std::vector<std::string>& arches)
+{
+    Plan plan;
+    try {
+        std::optional<Json> plan_json = extract_plan_json(source);
+        if (plan_json)
+            plan = parse_plan(*plan_json, "plan");
+        else if (task.default_plan)
+            plan = *task.default_plan;
+        else
+            return;
+        validate_plan(task, plan, find_kernel_names(source));
+    } catch (const PlanError&) {
+        return; // its job says so when it is prepared
+    }
+    std::vector<std::string> kernels = launched_kernels(plan);
+    Task unbound;
+    if (task_code) {
+        unbound = task;
+        unbound.forbid.clear();
+    }
+    if (screen_source(task_code ? unbound : task, source, kernels))
+        return;
+    auto points = enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points));
+    for (const auto& request : variant_requests(source, kernels, points, arches))
+        pool.prefetch(request);
+}
 
 PreparedJob prepare_job(const Task& task, EvalJob job, CompilePool& pool, const std::vector<std::string>& arches,
                         std::atomic<int64_t>& compiling)
@@ -36,10 +95,7 @@ PreparedJob prepare_job(const Task& task, EvalJob job, CompilePool& pool, const 
         prepared.early_failure = Verdict{VerdictKind::plan_error, e.what()};
         return prepared;
     }
-    std::vector<std::string> kernels;
-    for (const auto& launch : prepared.plan.launches)
-        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
-            kernels.push_back(launch.kernel);
+    std::vector<std::string> kernels = launched_kernels(prepared.plan);
     Task unbound;
     if (prepared.job.options.task_code) {
         unbound = task;
@@ -55,16 +111,10 @@ PreparedJob prepare_job(const Task& task, EvalJob job, CompilePool& pool, const 
     else
         points = enumerate_param_points(prepared.plan, static_cast<size_t>(task.limits.max_param_points));
     std::vector<std::future<CompileResult>> futures;
-    for (const auto& arch : arches)
-        for (const auto& point : points) {
-            CompileRequest request;
-            request.source = source;
-            request.arch = arch;
-            request.params = point;
-            request.kernels = kernels;
-            ++compiling;
-            futures.push_back(std::async(std::launch::async, [&pool, request] { return pool.compile(request); }));
-        }
+    for (auto& request : variant_requests(source, kernels, points, arches)) {
+        ++compiling;
+        futures.push_back(std::async(std::launch::async, [&pool, request = std::move(request)] { return pool.compile(request); }));
+    }
     Json origin{{"ticket", prepared.job.ticket}};
     if (!prepared.job.label.empty())
         origin["label"] = prepared.job.label;

@@ -19,4 +19,10 @@ namespace kforge {
 PreparedJob prepare_job(const Task& task, EvalJob job, CompilePool& pool, const std::vector<std::string>& arches,
                         std::atomic<int64_t>& compiling);
 
+// Starts the compiles that prepare_job() would make for `source` (the task's own code when
+// `task_code`) in the background (CompilePool::prefetch), so that its job finds them done. Nothing
+// for a source whose plan or screening would fail: its job reports that.
+void prefetch_compiles(const Task& task, const std::string& source, bool task_code, CompilePool& pool,
+                       const std::vector<std::string>& arches);
+
 } // namespace kforge

@@ -121,7 +121,8 @@ size_t default_compile_workers();
 // disk cache when it holds the key; compile errors are cached, timeouts and crashes are not.
 // A compile past the deadline yields `timeout`; a worker that dies yields compile_error "the
 // compiler crashed (...)"; either way the worker is replaced and the pool keeps serving.
-// Destroy the pool only when no compile() is running; the destructor lets idle workers exit.
+// Destroy the pool only when no compile() is running; the destructor waits for the prefetches
+// still running (cancel() first to end them at once) and lets idle workers exit.
 class CompilePool
 {
 public:
@@ -131,6 +132,11 @@ public:
     CompilePool& operator=(const CompilePool&) = delete;
 
     CompileResult compile(const CompileRequest& request);
+    // Starts compiling `request` on a thread of its own and returns at once; a later compile() of
+    // the same request takes that result (waiting for it if need be) instead of compiling again.
+    // For work known before anyone asks for it: the task's reference and seeds, compiled while the
+    // GPUs start and time their baselines. Does nothing when the disk cache holds the result.
+    void prefetch(const CompileRequest& request);
     // Stops serving for good: compiles waiting for a worker and compiles in progress end at once
     // (their workers killed) with a compile_error saying kforge is stopping; later calls do the
     // same. For shutdown, when no result will be used: an interrupted session must not wait for
@@ -141,6 +147,8 @@ public:
     size_t spawned() const;
 
 private:
+    CompileResult compile_now(const CompileRequest& request, const std::string& key);
+
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

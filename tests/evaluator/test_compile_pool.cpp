@@ -200,3 +200,51 @@ TEST_CASE("a cancelled pool ends the compile in progress and those waiting, and 
     }
     CHECK(pool.compile(simple_request(8)).message == "not compiled: kforge is stopping");
 }
+
+TEST_CASE("a prefetched compile is what a later compile() of the same request gets, not a second compile",
+          "[evaluator][pool][slow]")
+{
+    // One worker, and a compile that always runs to its 2 s deadline: taken from the prefetch, the
+    // later compile() ends when the prefetch does (~2 s); compiled again, it would wait for the
+    // worker and then take its own 2 s.
+    CompilePoolConfig config = pool_config(1);
+    config.deadline = std::chrono::milliseconds(2000);
+    CompilePool pool(config);
+    CompileRequest endless;
+    endless.source = k_endless_source;
+    endless.kernels = {"k"};
+    auto start = std::chrono::steady_clock::now();
+    pool.prefetch(endless);
+    pool.prefetch(endless); // a second prefetch of the same request starts nothing more
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CompileResult result = pool.compile(endless);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    INFO(result.message << " after " << seconds << " s");
+    CHECK(result.failure == VerdictKind::timeout);
+    CHECK(seconds < 3.5);
+    // Another request is compiled as usual, by the worker that replaced the killed one.
+    CHECK(pool.compile(simple_request(4)).ok);
+    CHECK(pool.spawned() == 2);
+}
+
+TEST_CASE("a pool destroyed while a prefetch runs waits for it, or ends it at once when cancelled",
+          "[evaluator][pool][hostile]")
+{
+    CompilePoolConfig config = pool_config(1);
+    config.deadline = std::chrono::minutes(10);
+    CompileRequest endless;
+    endless.source = k_endless_source;
+    endless.kernels = {"k"};
+    auto start = std::chrono::steady_clock::now();
+    {
+        CompilePool pool(config);
+        pool.prefetch(endless);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        pool.cancel();
+    }
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 5);
+    {
+        CompilePool pool(pool_config(1));
+        pool.prefetch(simple_request(5)); // destroyed at once: the compile finishes first
+    }
+}
