@@ -40,6 +40,14 @@ template <> __device__ __forceinline__ float g<0>(float a, const float* x) { ret
 extern "C" __global__ void k(float* y, const float* x) { y[threadIdx.x] = g<20>(x[threadIdx.x], x); }
 )";
 
+CompileRequest endless_request()
+{
+    CompileRequest endless;
+    endless.source = k_endless_source;
+    endless.kernels = {"k"};
+    return endless;
+}
+
 } // namespace
 
 TEST_CASE("a compile past its deadline is killed, reported as timeout, and the pool keeps serving", "[evaluator][pool][slow]")
@@ -47,9 +55,7 @@ TEST_CASE("a compile past its deadline is killed, reported as timeout, and the p
     CompilePoolConfig config = pool_config(1);
     config.deadline = std::chrono::milliseconds(2000);
     CompilePool pool(config);
-    CompileRequest endless;
-    endless.source = k_endless_source;
-    endless.kernels = {"k"};
+    CompileRequest endless = endless_request();
     auto start = std::chrono::steady_clock::now();
     CompileResult result = pool.compile(endless);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -181,9 +187,7 @@ TEST_CASE("a cancelled pool ends the compile in progress and those waiting, and 
     CompilePoolConfig config = pool_config(1);
     config.deadline = std::chrono::minutes(10);
     CompilePool pool(config);
-    CompileRequest endless;
-    endless.source = k_endless_source;
-    endless.kernels = {"k"};
+    CompileRequest endless = endless_request();
     CompileResult busy, waiting;
     std::thread first([&] { busy = pool.compile(endless); });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -210,9 +214,7 @@ TEST_CASE("a prefetched compile is what a later compile() of the same request ge
     CompilePoolConfig config = pool_config(1);
     config.deadline = std::chrono::milliseconds(2000);
     CompilePool pool(config);
-    CompileRequest endless;
-    endless.source = k_endless_source;
-    endless.kernels = {"k"};
+    CompileRequest endless = endless_request();
     auto start = std::chrono::steady_clock::now();
     pool.prefetch(endless);
     pool.prefetch(endless); // a second prefetch of the same request starts nothing more
@@ -232,9 +234,7 @@ TEST_CASE("a pool destroyed while a prefetch runs waits for it, or ends it at on
 {
     CompilePoolConfig config = pool_config(1);
     config.deadline = std::chrono::minutes(10);
-    CompileRequest endless;
-    endless.source = k_endless_source;
-    endless.kernels = {"k"};
+    CompileRequest endless = endless_request();
     auto start = std::chrono::steady_clock::now();
     {
         CompilePool pool(config);
