@@ -3,10 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <regex>
 #include <thread>
 
+#include <unistd.h>
+
 #include "evaluator/compile/compile.hpp"
+#include "evaluator/simulated_runs.hpp"
 #include "test_support.hpp"
 #include "util/text.hpp"
 
@@ -246,5 +250,21 @@ TEST_CASE("a pool destroyed while a prefetch runs waits for it, or ends it at on
     {
         CompilePool pool(pool_config(1));
         pool.prefetch(simple_request(5)); // destroyed at once: the compile finishes first
+    }
+}
+
+TEST_CASE("compile workers run at a lower CPU priority than the processes that drive the GPUs", "[evaluator][pool]")
+{
+    CompilePool pool(pool_config(2));
+    REQUIRE(pool.compile(simple_request(6)).ok);
+    std::vector<int> workers = test::child_processes(::getpid(), "__worker", "compile");
+    REQUIRE(!workers.empty());
+    for (int pid : workers) {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        auto fields = split(stat.substr(stat.rfind(')') + 2), ' '); // state is field 3, nice field 19
+        REQUIRE(fields.size() > 16);
+        INFO("worker " << pid << ": " << stat);
+        CHECK(std::stoi(fields[16]) >= 10);
     }
 }
