@@ -52,9 +52,10 @@ constexpr const char* k_test_hooks_env = "KFORGE_COMPILE_TEST_HOOKS";
 constexpr std::string_view k_crash_marker = "kforge-test-hook: crash";
 
 // The niceness compile workers run at. The GPU workers drive the scarce GPUs from the CPU (launches,
-// the timing loop's syncs and L2 flushes) and must not wait for a core behind a burst of compiles:
-// on 4 x H100 with a compile worker per core, every GPU's work took 10-20% longer than on one GPU.
-// Compiles still take every core nothing else wants.
+// the timing loop's syncs and L2 flushes) and should not wait for a core behind a burst of compiles;
+// compiles still take every core nothing else wants. (On 4 x H100 each GPU's work takes 15% longer
+// than on one GPU while the host compiles for all four; this did not change that:
+// bench/results/nvidia-h100-80gb-hbm3-2026-11-26-scale-4gpu.md.)
 constexpr int k_worker_niceness = 10;
 
 // Memory one worker may need: NVRTC on header-heavy code (cub) peaks near 250 MB.

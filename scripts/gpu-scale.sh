@@ -43,8 +43,9 @@ counts="${KF_SCALE_GPUS:-${counts# }}"
 # The fixed work is sized so that the seeding phase (the reference and the seeds, recorded with a
 # confirmation each: ~17 s on one H200, ~9 s on several, since one confirmation cannot be split) is
 # a minor part of every row, as it is of a real run of hours: with 24 candidates it was a third of
-# the one-GPU row (H200 x4, 2026-11-26). Proposals start once the first seed is recorded, while the
-# other GPUs confirm the later seeds (before, a GPU idled 6.4-10.1 s behind seed 2's confirmation).
+# the one-GPU row (H200 x4, 2026-11-26). Proposals start once the reference is recorded, from the
+# seeds' sources while the seeds are confirmed, and the seeds compile while the GPUs time their
+# baselines (before, GPUs idled behind the seeds' compiles and confirmations).
 if [ "$gpus" -le 2 ]; then candidates=48 budget=32
 elif [ "$gpus" -le 4 ]; then candidates=64 budget=24
 else candidates=96 budget=24; fi
