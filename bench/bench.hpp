@@ -56,6 +56,8 @@ struct ScaleSettings {
                                    // first began are left out (marked "skipped"); 0: no limit
     std::string shared_cache;      // "": a fresh CUBIN cache per row; else every row uses this one
                                    // (simulated GPUs on a small machine, where NVRTC would dominate)
+    std::vector<std::string> optimize_args; // added to every row's `kforge optimize` (experiments:
+                                            // --compile-workers N, say); recorded in scale.json
 };
 // mpirun from the PATH, tests/fixtures/replay/softmax_f32_scale.jsonl (scripts/make-replay-scale.py).
 ScaleSettings default_scale_settings();

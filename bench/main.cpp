@@ -129,6 +129,9 @@ int main(int argc, char** argv)
         cmd->add_option("--scale-shared-cache", scale_settings.shared_cache,
                         "one CUBIN cache for every row, warmed by the first (default: a fresh one per row); for "
                         "simulated GPUs on a machine whose few cores would make NVRTC the bottleneck");
+        cmd->add_option("--scale-optimize-arg", scale_settings.optimize_args,
+                        "an argument added to every row's kforge optimize (repeat; e.g. --scale-optimize-arg=--compile-workers "
+                        "--scale-optimize-arg=16)");
         cmd->add_option("--scale-deadline", scale_settings.deadline_s,
                         "seconds: rows expected to end later are left out (0: no limit)")
             ->check(CLI::NonNegativeNumber)

@@ -109,6 +109,7 @@ std::vector<std::string> row_command(const BenchOptions& options, const ScaleSet
                                  "--no-repair", "--max-lessons", "0", "--meta-every", "1000000", "--parallel", "1",
                                  "--window", std::to_string(window)});
     }
+    argv.insert(argv.end(), settings.optimize_args.begin(), settings.optimize_args.end());
     return argv;
 }
 
@@ -231,6 +232,7 @@ Json run_scale(const BenchOptions& options, const ScaleSettings& settings)
                 {"replay", settings.replay},
                 {"mpi", settings.mpirun.empty() ? "" : settings.mpirun},
                 {"deadline_s", settings.deadline_s},
+                {"optimize_args", settings.optimize_args},
                 {"rows", Json::array()}};
     auto started = std::chrono::steady_clock::now();
     Json fixed_one_gpu = Json::object();

@@ -15,7 +15,8 @@
 #
 # Settings: KF_SCALE_GPUS (the counts, e.g. "1 2"), KF_SCALE_CANDIDATES (48 up to 2 GPUs, 64 on 4,
 # 96 on more), KF_SCALE_BUDGET (builtin candidates per row: 32 up to 2 GPUs, 24 beyond),
-# KF_SCALE_DEADLINE (seconds).
+# KF_SCALE_DEADLINE (seconds), KF_SCALE_OPTIMIZE_ARGS (words added to every row's kforge optimize,
+# for experiments: "--compile-workers 16").
 # $OUT/scale-results.tgz holds results/ with bench/results-format files (<gpu>-<date>.md and .json: the lead commits them),
 # scale.json (every row in full), bench.log and each row's optimize log, which is at debug level:
 # `python3 scripts/timeline.py $OUT/results/fixed-mpi-2gpu.log` shows what each GPU ran when and
@@ -56,6 +57,8 @@ echo "gpu-scale: $gpus GPU(s) listed; rows for: $counts; $candidates recorded ca
 nvidia-smi --query-gpu=index,name,clocks.max.sm --format=csv,noheader
 echo "cores: $(nproc)"
 
+extra_args=()
+for word in ${KF_SCALE_OPTIMIZE_ARGS:-}; do extra_args+=("--scale-optimize-arg=$word"); done
 mpirun_arg=()
 if command -v mpirun >/dev/null && [ -f "$here/.gpu/libkforge_mpi.so" ]; then
     mpirun --version | head -1
@@ -71,7 +74,7 @@ start=$(date +%s)
 # shellcheck disable=SC2086
 timeout -k 10 $((deadline + 90)) "$here/.gpu/kforge_bench" all --section scale --out "$work/results" \
     --gpu-counts $counts --scale-candidates "$candidates" --scale-budget "$budget" --scale-deadline "$deadline" \
-    "${mpirun_arg[@]}" >"$out/results/bench.md" 2>"$out/results/bench.log"
+    "${mpirun_arg[@]}" "${extra_args[@]}" >"$out/results/bench.md" 2>"$out/results/bench.log"
 rc=$?
 echo "kforge_bench rc=$rc after $(($(date +%s) - start)) s$([ $rc -eq 124 ] && echo ' (timed out: the table has the rows done before)')"
 cp "$work"/results/*.md "$work"/results/*.json "$work"/results/archives/scale/scale.json "$out/results/" 2>/dev/null
