@@ -12,6 +12,7 @@ inputs are small; at bigger sizes the outputs stay unknown and their dims come f
 `.double()`) on the same inputs, as the tolerances and the reference process need.
 """
 import collections
+import copy
 import math
 import time
 
@@ -161,6 +162,7 @@ class RealRun:
         self.outputs, self.output_tuple = outputs, output_tuple
         self.outputs64, self.fp64_note, self.seconds = outputs64, fp64_note, seconds
         self.seconds64 = seconds64  # the fp64 forward (with its copies), 0 without one
+        self.input_fingerprint = inputs_fingerprint(inputs)  # kept when the inputs are dropped
         self.layout = Layout(input_facts(inputs), [(k, tensor_fact(t, f"parameter {k}")) for k, t in state.items()],
                              output_facts(outputs), output_tuple)
 
@@ -237,21 +239,52 @@ def run_real(problem_file, sizes, input_seed, param_seed, device, fp64=True, pro
     fresh = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]  # the forward may write its inputs
     outputs, is_tuple = program.run_forward(model, fresh, device)
     seconds = time.perf_counter() - began  # model, inputs and the own forward
-    outputs64, note = None, ""
-    began64 = time.perf_counter()
-    if fp64:
-        try:
-            fresh = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-            outputs64, _ = program.run_forward(model_to_fp64(program, param_seed, device), inputs_to_fp64(fresh),
-                                               device)
-            if len(outputs64) != len(outputs):
-                raise ProblemError(f"the fp64 forward returned {len(outputs64)} outputs, not {len(outputs)}")
-            for own, ref in zip(outputs, outputs64):
-                if own.shape != ref.shape:
-                    raise ProblemError(f"the fp64 forward gives dims {list(ref.shape)} where the program's own "
-                                       f"give {list(own.shape)}")
-        except ProblemError as e:
-            outputs64, note = None, f"the program does not run in fp64: {e}"
-    seconds64 = time.perf_counter() - began64 if fp64 else 0.0
+    outputs64, note, seconds64 = fp64_forward(program, inputs, outputs, param_seed, device) if fp64 else (None, "", 0.0)
     state = model_tensors(model)
     return RealRun(dict(sizes), inputs, state, outputs, is_tuple, outputs64, note, seconds, seconds64)
+
+
+def with_fp64(problem_file, run, input_seed, param_seed, device):
+    """What `run_real(fp64=True)` gives at `run`'s sizes, from `run`, an own-dtype run there with the same
+    seeds: only the fp64 forward runs (the own model's build and forward are the slow half for a wide
+    model on the CPU). None where the inputs made again differ from the run's (a `get_inputs()` that
+    draws from another generator than torch's): run_real must run both forwards on one set."""
+    program = problem_file.load(run.sizes)
+    check_memory(program, run.sizes, device, True)
+    inputs = program.make_inputs(input_seed, device)
+    if inputs_fingerprint(inputs) != run.input_fingerprint:
+        return None
+    full = copy.copy(run)
+    full.outputs64, full.fp64_note, full.seconds64 = fp64_forward(program, inputs, run.outputs, param_seed, device)
+    return full
+
+
+def fp64_forward(program, inputs, outputs, param_seed, device):
+    """(outputs64, note, seconds): the forward of the model built again under `param_seed` in double, on
+    the float `inputs` as doubles, beside the own `outputs`; outputs64 None and a note where the program
+    does not run in fp64."""
+    began = time.perf_counter()
+    outputs64, note = None, ""
+    try:
+        fresh = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+        outputs64, _ = program.run_forward(model_to_fp64(program, param_seed, device), inputs_to_fp64(fresh), device)
+        if len(outputs64) != len(outputs):
+            raise ProblemError(f"the fp64 forward returned {len(outputs64)} outputs, not {len(outputs)}")
+        for own, ref in zip(outputs, outputs64):
+            if own.shape != ref.shape:
+                raise ProblemError(f"the fp64 forward gives dims {list(ref.shape)} where the program's own "
+                                   f"give {list(own.shape)}")
+    except ProblemError as e:
+        outputs64, note = None, f"the program does not run in fp64: {e}"
+    return outputs64, note, time.perf_counter() - began
+
+
+def inputs_fingerprint(inputs):
+    """Enough of `inputs` to tell whether two makings of them agree: each tensor's dims, dtype and
+    sum (in double), each other value itself."""
+    def one(v):
+        if isinstance(v, torch.Tensor):
+            total = v.double().sum().item() if v.numel() and (v.is_floating_point() or not v.is_complex()) else 0.0
+            return ("tensor", tuple(v.shape), str(v.dtype), total)
+        return ("value", repr(v))
+    return tuple(one(v) for v in inputs)
