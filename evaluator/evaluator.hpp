@@ -113,6 +113,9 @@ struct EvaluatorConfig {
     // Reuse what earlier runs of the same (binary, plan, params) point established instead of
     // running it on the GPU again (measurement_memo.hpp); false re-measures every run.
     bool reuse_measurements = true;
+    // Compile the task's reference and seeds while the GPUs start (a search's first jobs: its
+    // records wait for them); off for commands that evaluate other kernels, which would only pay.
+    bool prefetch_task_kernels = false;
     // A GPU shared with other runs (`kforge suite run --per-gpu N`, evaluator/worker/gpu_share.hpp):
     // the folder of its locks. Workers then measure holding the GPU's measuring lock, and each
     // slot waits after its baselines for the GPU's search turn, held until the session ends. Only

@@ -60,11 +60,13 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_
     // The search's first jobs are the reference and the seeds: their compiles (seconds for a
     // header-heavy kernel of many param points) run while the GPUs start and time their
     // baselines, instead of after, while every GPU waits for them.
-    prefetch_compiles(task, task.reference.source, true, *m_pool, m_visible_arches);
-    for (const auto& seed : task.seeds)
-        prefetch_compiles(task, seed.source, false, *m_pool, m_visible_arches);
-    log_debug("compile pool: compiling the reference and {} seed{} while the GPUs start", task.seeds.size(),
-              task.seeds.size() == 1 ? "" : "s");
+    if (config.prefetch_task_kernels) {
+        prefetch_compiles(task, task.reference.source, true, *m_pool, m_visible_arches);
+        for (const auto& seed : task.seeds)
+            prefetch_compiles(task, seed.source, false, *m_pool, m_visible_arches);
+        log_debug("compile pool: compiling the reference and {} seed{} while the GPUs start", task.seeds.size(),
+                  task.seeds.size() == 1 ? "" : "s");
+    }
     try {
         start_slots(setup);
     } catch (...) {

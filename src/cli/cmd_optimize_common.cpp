@@ -363,6 +363,7 @@ void Session::start_evaluator(const RunConfig& config, uint64_t run_secret, MpiW
     evaluator.gpus = parse_gpu_selection(config.evaluator.value("gpus", std::string("all")));
     evaluator.mpi = mpi;
     evaluator.reuse_measurements = config.evaluator.value("reuse", true); // absent in runs from before the flag
+    evaluator.prefetch_task_kernels = true;
     if (!gpu_share_dir.empty())
         evaluator.gpu_share_dir = std::filesystem::absolute(gpu_share_dir);
     m_evaluator = make_gpu_evaluator(m_task, evaluator);
