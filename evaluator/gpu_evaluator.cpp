@@ -129,7 +129,7 @@ void GpuEvaluator::add_remote_gpus()
 
 void GpuEvaluator::add_slot(const VisibleGpu& gpu, const std::string& host, int rank, std::unique_ptr<GpuLink> link)
 {
-    std::string arch = m_config.arch.empty() ? gpu.facts.arch() : m_config.arch; // as GpuSlot::start() will say
+    std::string arch = session_arch(m_config, gpu.facts);
     if (std::find(m_visible_arches.begin(), m_visible_arches.end(), arch) == m_visible_arches.end())
         m_visible_arches.push_back(arch);
     GpuIdentity identity = identify_gpu(gpu, host, rank);

@@ -44,12 +44,12 @@ std::vector<std::string> launched_kernels(const Plan& plan)
     return kernels;
 }
 
-} // namespace
-
-void prefetch_compiles(const Task& task, const std::string& source, bool task_code, CompilePool& pool,
-                       const std::vector<std::string>& arches)
+// The source's plan (its own, else the task's default), validated, and the kernels it launches;
+// the verdict instead where the plan is wrong or screening refuses the source (the task's own code,
+// `task_code`, is screened without the task's forbid list).
+std::optional<Verdict> plan_and_screen(const Task& task, const std::string& source, bool task_code, Plan& plan,
+                                       std::vector<std::string>& kernels)
 {
-    Plan plan;
     try {
         std::optional<Json> plan_json = extract_plan_json(source);
         if (plan_json)
@@ -57,19 +57,28 @@ void prefetch_compiles(const Task& task, const std::string& source, bool task_co
         else if (task.default_plan)
             plan = *task.default_plan;
         else
-            return;
+            throw PlanError("the source has no kforge:plan block and the task has no default plan");
         validate_plan(task, plan, find_kernel_names(source));
-    } catch (const PlanError&) {
+    } catch (const PlanError& e) {
+        return Verdict{VerdictKind::plan_error, e.what()};
+    }
+    kernels = launched_kernels(plan);
+    if (!task_code)
+        return screen_source(task, source, kernels);
+    Task unbound = task;
+    unbound.forbid.clear();
+    return screen_source(unbound, source, kernels);
+}
+
+} // namespace
+
+void prefetch_compiles(const Task& task, const std::string& source, bool task_code, CompilePool& pool,
+                       const std::vector<std::string>& arches)
+{
+    Plan plan;
+    std::vector<std::string> kernels;
+    if (plan_and_screen(task, source, task_code, plan, kernels))
         return; // its job says so when it is prepared
-    }
-    std::vector<std::string> kernels = launched_kernels(plan);
-    Task unbound;
-    if (task_code) {
-        unbound = task;
-        unbound.forbid.clear();
-    }
-    if (screen_source(task_code ? unbound : task, source, kernels))
-        return;
     auto points = enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points));
     for (const auto& request : variant_requests(source, kernels, points, arches))
         pool.prefetch(request);
@@ -82,27 +91,9 @@ PreparedJob prepare_job(const Task& task, EvalJob job, CompilePool& pool, const 
     prepared.started = EvalClock::now();
     prepared.job = std::move(job);
     const std::string& source = prepared.job.source;
-    try {
-        std::optional<Json> plan_json = extract_plan_json(source);
-        if (plan_json)
-            prepared.plan = parse_plan(*plan_json, "plan");
-        else if (task.default_plan)
-            prepared.plan = *task.default_plan;
-        else
-            throw PlanError("the source has no kforge:plan block and the task has no default plan");
-        validate_plan(task, prepared.plan, find_kernel_names(source));
-    } catch (const PlanError& e) {
-        prepared.early_failure = Verdict{VerdictKind::plan_error, e.what()};
-        return prepared;
-    }
-    std::vector<std::string> kernels = launched_kernels(prepared.plan);
-    Task unbound;
-    if (prepared.job.options.task_code) {
-        unbound = task;
-        unbound.forbid.clear();
-    }
-    if (auto refused = screen_source(prepared.job.options.task_code ? unbound : task, source, kernels)) {
-        prepared.early_failure = *refused;
+    std::vector<std::string> kernels;
+    if (auto failure = plan_and_screen(task, source, prepared.job.options.task_code, prepared.plan, kernels)) {
+        prepared.early_failure = *failure;
         return prepared;
     }
     std::vector<ParamPoint> points;

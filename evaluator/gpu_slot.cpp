@@ -40,7 +40,7 @@ void GpuSlot::start(const Json& setup)
     if (!device.body.value("ok", false))
         fail_runtime("{}", device.body.value("error", "no NVIDIA driver/GPU found"));
     m_facts = DeviceFacts::from_json(device.body.at("device"));
-    m_arch = m_config.arch.empty() ? m_facts.arch() : m_config.arch;
+    m_arch = session_arch(m_config, m_facts);
     if (std::string problem = m_link->set_setup(setup, std::chrono::minutes(10)); !problem.empty())
         fail_runtime("the GPU worker for {} could not set up task '{}': {}", m_identity.label(), m_task.name, problem);
     const Json& ready = m_link->setup_reply();

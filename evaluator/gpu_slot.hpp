@@ -78,6 +78,12 @@ private:
     bool m_job_delivered = false;
 };
 
+// The arch a session compiles for on a GPU described by `facts`: --arch when given, else the GPU's.
+inline std::string session_arch(const EvaluatorConfig& config, const DeviceFacts& facts)
+{
+    return config.arch.empty() ? facts.arch() : config.arch;
+}
+
 class GpuSlot
 {
 public:

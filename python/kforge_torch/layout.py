@@ -284,7 +284,7 @@ def inputs_fingerprint(inputs):
     sum (in double), each other value itself."""
     def one(v):
         if isinstance(v, torch.Tensor):
-            total = v.double().sum().item() if v.numel() and (v.is_floating_point() or not v.is_complex()) else 0.0
+            total = v.double().sum().item() if v.numel() and not v.is_complex() else 0.0
             return ("tensor", tuple(v.shape), str(v.dtype), total)
         return ("value", repr(v))
     return tuple(one(v) for v in inputs)

@@ -93,8 +93,6 @@ private:
     void schedule();
     std::optional<WorkItem> plan_next();
     std::set<int64_t> seeds_holding_cells();
-    // `seed_parents`: while seeding items are in flight, the recorded seeds that hold a cell, the
-    // only parents offered then; empty otherwise.
     // seed_parents: while seeding, the recorded seeds to draw parents from; unrecorded_seeds: before
     // any of them is recorded, the seeds still in flight (one becomes the parent, unmeasured).
     WorkItem plan_proposal(int island, const std::set<int64_t>& seed_parents, const std::vector<int>& unrecorded_seeds);
