@@ -12,11 +12,12 @@ source "$(dirname "$0")/gpu-env.sh"
 cd "$here"
 out="${OUT:-/tmp/kforge-gpu-torch-extra}/extra"
 mkdir -p "$out"
-export out KF
+export out KF replies
 export PYTHON="${KFORGE_PYTHON:-python3}"
 replies=tests/fixtures/torch/extra/replies
-problems="${PROBLEMS:-$(for f in "$replies"/*.cu; do b=$(basename "$f" .cu); b=${b%_wrong}; b=${b%_eval_wrong}
-    [ -f "tests/fixtures/torch/extra/$b.py" ] && echo "$b"; done | sort -u)}"
+# A problem with a kernel for it: replies/<problem>.cu, and any replies/<problem>_*.cu beside it.
+problems="${PROBLEMS:-$(for f in tests/fixtures/torch/extra/*.py; do b=$(basename "$f" .py)
+    [ -f "$replies/$b.cu" ] && echo "$b"; done)}"
 
 one() {
     local p=$1 dir="$out/$1" kernel verdict expect
@@ -29,7 +30,7 @@ one() {
         timeout 600 "$KF" task check "$dir/$p.json" >"$dir/check.log" 2>&1
         check_rc=$?
     fi
-    for kernel in tests/fixtures/torch/extra/replies/"$p".cu tests/fixtures/torch/extra/replies/"$p"_*.cu; do
+    for kernel in "$replies/$p.cu" "$replies/$p"_*.cu; do
         [ -f "$kernel" ] || continue
         case "$(basename "$kernel")" in *wrong*) expect=refused ;; *) expect=correct ;; esac
         verdict=not-run
