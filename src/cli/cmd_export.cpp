@@ -397,6 +397,8 @@ int run_export(const ExportOptions& options)
         return k_exit_ok;
     }
     std::filesystem::path cu_path = options.output;
+    std::error_code ec; // a folder that cannot be made is reported by the first write, naming the path
+    std::filesystem::create_directories(std::filesystem::absolute(cu_path).parent_path(), ec);
     std::vector<std::string> beside;
     if (!files.header.empty()) {
         auto path = std::filesystem::path(cu_path).replace_extension(".h");
@@ -412,7 +414,6 @@ int run_export(const ExportOptions& options)
         // ModelNew subclasses the program's Model: the program goes beside the loader, unless a
         // file of that name is already there (the user's own copy, which must be the same program).
         auto path = cu_path.parent_path() / files.problem_name;
-        std::error_code ec;
         if (!std::filesystem::exists(path, ec)) {
             write_file_atomic(path, files.problem);
             beside.push_back(path.string());

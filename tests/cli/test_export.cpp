@@ -95,6 +95,17 @@ TEST_CASE("export -o - prints the file on stdout", "[e2e][export]")
     CHECK_THAT(result.out, Catch::Contains("#define BLOCK 256\n"));
 }
 
+TEST_CASE("export -o into a folder that does not exist yet makes the folder, as task import does", "[e2e][export]")
+{
+    TempDir dir;
+    build_sample_archive(dir / "run.kforge");
+    auto out = dir / "exports" / "softmax" / "best.cu";
+    auto result = run_kforge({"export", (dir / "run.kforge").string(), "--best", "-o", out.string()});
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(std::filesystem::exists(out));
+}
+
 TEST_CASE("export refuses unknown candidates, runs without a correct one, and ambiguous requests",
           "[e2e][export]")
 {
