@@ -15,7 +15,9 @@
 // The worker blames nothing on the candidate that is not the candidate's: an exception inside it
 // (toolkit headers missing, NVRTC refusing to start) comes back as an internal error, which the
 // pool throws as Error(runtime), since every later compile would fail the same way.
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <cerrno>
 #include <csignal>
@@ -26,6 +28,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include <sys/resource.h>
@@ -53,9 +56,9 @@ constexpr std::string_view k_crash_marker = "kforge-test-hook: crash";
 
 // The niceness compile workers run at. The GPU workers drive the scarce GPUs from the CPU (launches,
 // the timing loop's syncs and L2 flushes) and should not wait for a core behind a burst of compiles;
-// compiles still take every core nothing else wants. (On 4 x H100 each GPU's work takes 15% longer
-// than on one GPU while the host compiles for all four; this did not change that:
-// bench/results/nvidia-h100-80gb-hbm3-2026-11-26-scale-4gpu.md.)
+// compiles still take every core nothing else wants. Niceness alone did not stop compiles on every
+// core from slowing a four-GPU search: what slows the GPU workers is how many compiles run at once,
+// not whether they take the CPU first (compile_workers_for in compile.hpp).
 constexpr int k_worker_niceness = 10;
 
 // Memory one worker may need: NVRTC on header-heavy code (cub) peaks near 250 MB.
@@ -174,12 +177,25 @@ std::string describe_seconds(std::chrono::milliseconds ms) { return fmt::format(
 
 } // namespace
 
-size_t default_compile_workers()
+size_t compile_workers_for(size_t cores, size_t memory_bytes, size_t gpus)
 {
-    size_t cores = std::max(1u, std::thread::hardware_concurrency());
-    size_t memory = available_memory_bytes();
-    size_t by_memory = memory == 0 ? cores : std::max<size_t>(1, memory / 2 / k_worker_memory_bytes);
-    return std::max<size_t>(1, std::min(cores, by_memory));
+    size_t by_memory = memory_bytes == 0 ? cores : memory_bytes / 2 / k_worker_memory_bytes;
+    size_t by_gpus = std::max<size_t>(16, 4 * gpus);
+    return std::max<size_t>(1, std::min({cores, by_memory, by_gpus}));
+}
+
+size_t default_compile_workers(size_t gpus)
+{
+    if (const char* chosen = std::getenv("KFORGE_COMPILE_WORKERS"); chosen && *chosen) {
+        size_t workers = 0;
+        std::string_view text(chosen);
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), workers);
+        if (ec != std::errc() || end != text.data() + text.size() || workers == 0)
+            fail(ErrorKind::usage, "KFORGE_COMPILE_WORKERS is '{}': it must be a whole number of workers, 1 or more",
+                 chosen);
+        return workers;
+    }
+    return compile_workers_for(std::max(1u, std::thread::hardware_concurrency()), available_memory_bytes(), gpus);
 }
 
 struct CompilePool::Impl {
@@ -293,12 +309,14 @@ struct CompilePool::Impl {
 CompilePool::CompilePool(CompilePoolConfig config) : m_impl(std::make_unique<Impl>())
 {
     if (config.workers == 0)
-        config.workers = default_compile_workers();
+        config.workers = default_compile_workers(config.gpus);
     toolkit_include_dirs(); // fail now, not on the first compile, when the headers are missing
     if (!config.cache_dir.empty())
         m_impl->cache.emplace(config.cache_dir);
     for (size_t i = 0; i < config.workers; ++i)
         m_impl->idle.push_back(std::make_unique<Subprocess>());
+    log_debug("compile pool: up to {} compile{} at once, for {} GPU{}", config.workers, config.workers == 1 ? "" : "s",
+              config.gpus, config.gpus == 1 ? "" : "s");
     m_impl->config = std::move(config);
 }
 

@@ -53,6 +53,7 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_
 
     CompilePoolConfig pool;
     pool.workers = config.compile_workers;
+    pool.gpus = m_slots.size(); // under MPI too: the other ranks' GPUs are slots here, compiled for here
     pool.deadline = config.compile_deadline;
     pool.cache_dir = config.cache_dir.empty() ? std::filesystem::path() : config.cache_dir;
     pool.worker_executable = config.worker_executable;

@@ -103,7 +103,8 @@ std::string nvrtc_version();
 std::vector<KernelResources> parse_ptxas_report(const std::string& log);
 
 struct CompilePoolConfig {
-    size_t workers = 0;                               // 0: from the core count and free memory
+    size_t workers = 0;                               // 0: default_compile_workers(gpus)
+    size_t gpus = 1;                                  // GPUs the pool's compiles feed
     std::chrono::milliseconds deadline{60000};        // per compile, from when a worker takes it
     std::filesystem::path cache_dir;                  // empty: no disk cache
     std::string worker_executable;                    // empty: this binary
@@ -111,9 +112,19 @@ struct CompilePoolConfig {
     std::vector<std::pair<std::string, std::string>> worker_env;
 };
 
-// The default worker count: one per core, at most as many as fit in half the available memory
-// (a header-heavy NVRTC compile takes ~250 MB), at least one.
-size_t default_compile_workers();
+// How many compiles may run at once on a host of `cores` cores and `memory_bytes` available (0:
+// unknown) whose compiles feed `gpus` GPUs: 4 per GPU, at least 16, at most one per core and as
+// many as fit in half the memory (a header-heavy NVRTC compile takes ~250 MB), at least one.
+// Why not one per core: compiles slow the processes that drive the GPUs. On 4 x H200 with 64 cores
+// one confirmation took 8.7 s on an idle host, 9.2 s beside 63 busy loops and 14.8 s beside NVRTC
+// compiles on 63 cores (scripts/gpu-confirm-load.sh), and a four-GPU search with 64 workers did
+// 15-20% more GPU work than one GPU; with 16 its four GPUs did the one GPU's work and were 98-100%
+// busy, the one-GPU row as fast as with 64 (bench/results/nvidia-h200-2026-11-26-scale-4gpu.md).
+size_t compile_workers_for(size_t cores, size_t memory_bytes, size_t gpus);
+
+// The default for this host: $KFORGE_COMPILE_WORKERS when set (a suite gives each of its runs its
+// share of the host that way), else compile_workers_for(this host's cores and memory, gpus).
+size_t default_compile_workers(size_t gpus = 1);
 
 // K compile processes, each a long-lived `kforge __worker compile` that is killed and respawned
 // when a compile passes its deadline or the process dies. Thread-safe: several threads may call

@@ -22,6 +22,7 @@
 #include "cli/suite_child_outputs.hpp"
 #include "cli/suite_problems.hpp"
 #include "cli/table.hpp"
+#include "evaluator/compile/compile.hpp"
 #include "evaluator/worker/gpu_share.hpp"
 #include "search/progress.hpp"
 #include "util/error.hpp"
@@ -212,17 +213,25 @@ fs::path SuiteRunner::share_dir() const
     return m_folder.root() / "gpus";
 }
 
-// A child's environment: no MPI of its own, and torch.compile's compile workers (TORCHINDUCTOR_
-// COMPILE_THREADS, unless set) limited to this host's share per run, since up to per_gpu runs per
-// GPU may compile at once and a host whose cores are all busy compiling delays the launches of a
-// PyTorch program's eager timing (events around the forward include launch gaps).
+// A child's environment: no MPI of its own, and each run's share of this host's compiles, since up
+// to per_gpu runs per GPU may compile at once: torch.compile's workers (TORCHINDUCTOR_COMPILE_THREADS,
+// unless set; a host whose cores are all busy compiling delays the launches of a PyTorch program's
+// eager timing, and events around the forward include launch gaps) and kforge's NVRTC workers
+// (KFORGE_COMPILE_WORKERS, unless set: the host's default for all the suite's GPUs, as one search on
+// those GPUs would have, split among the GPUs, since one run per GPU searches at a time and the
+// others compile only their reference and seeds; compiles at once slow the GPU workers, compile.hpp).
 std::vector<std::pair<std::string, std::string>> SuiteRunner::child_environment() const
 {
     std::vector<std::pair<std::string, std::string>> env{{"KFORGE_MPI", "off"}};
+    size_t runs = std::max<size_t>(1, m_lanes.size() * static_cast<size_t>(m_config.per_gpu));
     if (!std::getenv("TORCHINDUCTOR_COMPILE_THREADS")) {
-        size_t runs = std::max<size_t>(1, m_lanes.size() * static_cast<size_t>(m_config.per_gpu));
         size_t threads = std::max<size_t>(1, std::thread::hardware_concurrency() / runs);
         env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS", std::to_string(threads));
+    }
+    if (!std::getenv("KFORGE_COMPILE_WORKERS")) {
+        size_t gpus = std::max<size_t>(1, m_lanes.size());
+        size_t workers = std::max<size_t>(1, default_compile_workers(gpus) / gpus);
+        env.emplace_back("KFORGE_COMPILE_WORKERS", std::to_string(workers));
     }
     return env;
 }

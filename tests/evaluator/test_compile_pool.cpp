@@ -268,3 +268,43 @@ TEST_CASE("compile workers run at a lower CPU priority than the processes that d
         CHECK(std::stoi(fields[16]) >= 10);
     }
 }
+
+TEST_CASE("the default compile pool is sized by the GPUs it feeds, within the cores and memory", "[evaluator][pool]")
+{
+    constexpr size_t gib = size_t{1} << 30;
+    // A big host: 4 per GPU, never fewer than 16, not one per core (compiles slow the GPU workers).
+    CHECK(compile_workers_for(64, 512 * gib, 1) == 16);
+    CHECK(compile_workers_for(64, 512 * gib, 4) == 16);
+    CHECK(compile_workers_for(128, 512 * gib, 8) == 32);
+    CHECK(compile_workers_for(128, 512 * gib, 64) == 128); // never more than the cores
+    // Small hosts keep one per core, as before.
+    CHECK(compile_workers_for(16, 128 * gib, 1) == 16);
+    CHECK(compile_workers_for(2, 24 * gib, 1) == 2);
+    // Memory: half of what is available, 400 MB a worker; unknown memory does not limit; at least one.
+    CHECK(compile_workers_for(64, 4 * gib, 4) == 5);
+    CHECK(compile_workers_for(64, 0, 4) == 16);
+    CHECK(compile_workers_for(64, 100 << 20, 4) == 1);
+}
+
+TEST_CASE("KFORGE_COMPILE_WORKERS chooses the default pool size, and a bad value is refused by name", "[evaluator][pool]")
+{
+    ::setenv("KFORGE_COMPILE_WORKERS", "3", 1);
+    CHECK(default_compile_workers(8) == 3);
+    {
+        CompilePoolConfig config = pool_config(0);
+        config.gpus = 8;
+        CompilePool pool(config);
+        CHECK(pool.workers() == 3);
+    }
+    for (const char* bad : {"0", "-2", "many", "4x"}) {
+        ::setenv("KFORGE_COMPILE_WORKERS", bad, 1);
+        INFO(bad);
+        CHECK_THROWS_WITH(default_compile_workers(1), Catch::Contains("KFORGE_COMPILE_WORKERS is '") &&
+                                                          Catch::Contains("whole number of workers"));
+    }
+    ::unsetenv("KFORGE_COMPILE_WORKERS");
+    CompilePoolConfig config = pool_config(0);
+    config.gpus = 1;
+    CompilePool pool(config);
+    CHECK(pool.workers() == compile_workers_for(std::max(1u, std::thread::hardware_concurrency()), 0, 1));
+}
