@@ -121,8 +121,11 @@ Json gpu_work_section(const Archive& archive)
             first_recorded = candidate->created_at;
         const Json& metrics = candidate->evaluation.metrics;
         bool recorded = metrics.is_object() && metrics.contains("runs");
-        estimated = estimated || !recorded;
-        for (const auto& run : recorded ? recorded_runs(metrics["runs"]) : reconstructed_runs(*candidate)) {
+        std::vector<RunRecord> candidate_runs = recorded ? recorded_runs(metrics["runs"]) : reconstructed_runs(*candidate);
+        // A candidate that never reached a GPU (no code, a plan or compile error) has no "runs" in
+        // any archive: only one whose runs had to be reconstructed makes the figures estimates.
+        estimated = estimated || (!recorded && !candidate_runs.empty());
+        for (const auto& run : candidate_runs) {
             ++runs;
             if (run.reused && run.gpu_s <= 0) {
                 ++reused;

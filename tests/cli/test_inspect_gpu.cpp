@@ -64,6 +64,32 @@ TEST_CASE("inspect counts GPU time spent measuring a point again, and reuses", "
     CHECK_THAT(gpu_work_text(gpu), Catch::Contains("GPU time on repeats: 3.5 s of 11.5 s (30%)"));
 }
 
+TEST_CASE("candidates that never reached a GPU leave inspect's GPU figures measured, not estimated", "[inspect]")
+{
+    TempDir dir;
+    {
+        Archive archive = Archive::create(dir / "run.kforge", softmax_run_info());
+        add_candidate(archive, "measured", Json::array({run("a", "sweep", true, 1.0), run("a", "confirm", true, 2.0)}));
+        // A failed model call and a compile error: no code or no binary, so no GPU run and no "runs".
+        for (auto [marker, kind] : {std::pair{"no code", VerdictKind::no_code}, {"no binary", VerdictKind::compile_error}}) {
+            Candidate c;
+            c.source = kind == VerdictKind::no_code ? "" : softmax_candidate_source() + "// " + marker + "\n";
+            c.source_hash = marker;
+            c.origin = Origin::llm;
+            c.evaluation.verdict = Verdict{kind, "failed before the GPU"};
+            c.evaluation.eval_seconds = 0.5;
+            archive.insert_candidate(c);
+        }
+    }
+    Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
+    Json gpu = gpu_work_section(archive);
+    INFO(gpu.dump(2));
+    CHECK(gpu["runs"] == 2);
+    CHECK(gpu["gpu_s"].get<double>() == Approx(3.0));
+    CHECK(gpu["estimated"] == false);
+    CHECK_THAT(gpu_work_text(gpu), !Catch::Contains("estimated"));
+}
+
 TEST_CASE("inspect estimates repeats in a run recorded before per-run GPU times", "[inspect][recorded]")
 {
     // The builtin softmax run of tests/fixtures (64 candidates on an H200): its children re-swept
