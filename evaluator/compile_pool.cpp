@@ -41,6 +41,7 @@
 #include "evaluator/compile/cubin_info.hpp"
 #include "evaluator/compile/compile_record.hpp"
 #include "util/error.hpp"
+#include "util/host_resources.hpp"
 #include "util/interrupt.hpp"
 #include "util/log.hpp"
 #include "util/subprocess.hpp"
@@ -79,18 +80,6 @@ Json from_frame(const std::string& frame)
     if (!json)
         throw std::invalid_argument("a compile worker frame is not readable CBOR: " + problem);
     return std::move(*json);
-}
-
-size_t available_memory_bytes()
-{
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    size_t kib = 0;
-    std::string unit;
-    while (meminfo >> key >> kib >> unit)
-        if (key == "MemAvailable:")
-            return kib * 1024;
-    return 0;
 }
 
 // NVRTC looks for a quoted include next to the including file, and the candidate has no folder:
@@ -195,7 +184,7 @@ size_t default_compile_workers(size_t gpus)
                  chosen);
         return workers;
     }
-    return compile_workers_for(std::max(1u, std::thread::hardware_concurrency()), available_memory_bytes(), gpus);
+    return compile_workers_for(usable_cpus(), usable_memory_bytes(), gpus);
 }
 
 struct CompilePool::Impl {

@@ -9,17 +9,18 @@
 #include <thread>
 
 #include "evaluator/worker/kernels/generate.cuh"
+#include "util/host_resources.hpp"
 
 namespace kforge {
 namespace {
 
 __extension__ using Wide = __int128;
 
-// Runs body(begin, end) over [0, count) split across the machine's cores.
+// Runs body(begin, end) over [0, count) split across the CPUs this process may use.
 template <typename Body>
 void parallel_ranges(int64_t count, int64_t granule, Body body)
 {
-    int64_t threads = std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), count / granule));
+    int64_t threads = std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(usable_cpus()), count / granule));
     if (threads <= 1) {
         body(int64_t{0}, count);
         return;

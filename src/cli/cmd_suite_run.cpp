@@ -7,7 +7,6 @@
 // same folder adds the PATHs it names to the problems already there (none is needed) and replaces
 // the settings it names; finished problems are skipped and interrupted ones resumed.
 #include <algorithm>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -21,6 +20,7 @@
 #include "cli/suite_runner.hpp"
 #include "evaluator/gpu_devices.hpp"
 #include "util/error.hpp"
+#include "util/host_resources.hpp"
 #include "util/log.hpp"
 #include "util/mpi_world.hpp"
 #include "util/subprocess.hpp"
@@ -241,7 +241,7 @@ int run_suite(const SuiteRunOptions& o)
     config.gpus = select_gpus(list_visible_gpus(config.kforge), parse_gpu_selection(o.gpus), config.host);
     config.retry_failed = o.retry_failed;
     config.progress = progress_mode(o.progress);
-    config.import_jobs = o.import_jobs.value_or(std::clamp<size_t>(std::thread::hardware_concurrency() / 4, 1, 4));
+    config.import_jobs = o.import_jobs.value_or(std::clamp<size_t>(usable_cpus() / 4, 1, 4));
     config.import_time_limit_s = o.import_time_limit_s;
 
     SuiteFolder folder(root, true);

@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <thread>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -26,6 +25,7 @@
 #include "evaluator/worker/gpu_share.hpp"
 #include "search/progress.hpp"
 #include "util/error.hpp"
+#include "util/host_resources.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
@@ -225,7 +225,7 @@ std::vector<std::pair<std::string, std::string>> SuiteRunner::child_environment(
     std::vector<std::pair<std::string, std::string>> env{{"KFORGE_MPI", "off"}};
     size_t runs = std::max<size_t>(1, m_lanes.size() * static_cast<size_t>(m_config.per_gpu));
     if (!std::getenv("TORCHINDUCTOR_COMPILE_THREADS")) {
-        size_t threads = std::max<size_t>(1, std::thread::hardware_concurrency() / runs);
+        size_t threads = std::max<size_t>(1, usable_cpus() / runs);
         env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS", std::to_string(threads));
     }
     if (!std::getenv("KFORGE_COMPILE_WORKERS")) {
