@@ -195,6 +195,7 @@ struct CompilePool::Impl {
     std::condition_variable released;
     std::vector<std::unique_ptr<Subprocess>> idle;
     std::atomic<size_t> spawned{0};
+    std::atomic<size_t> queued{0}; // compile() calls waiting in acquire()
     std::atomic<bool> cancelled{false};
     std::mutex prefetch_mutex;
     std::map<std::string, std::shared_future<CompileResult>> prefetched; // by cache key, kept for the pool's life
@@ -203,7 +204,9 @@ struct CompilePool::Impl {
     std::unique_ptr<Subprocess> acquire()
     {
         std::unique_lock lock(mutex);
+        ++queued;
         released.wait(lock, [&] { return !idle.empty() || cancelled; });
+        --queued;
         if (cancelled)
             return nullptr;
         auto worker = std::move(idle.back());
@@ -334,6 +337,8 @@ void CompilePool::cancel()
 size_t CompilePool::workers() const { return m_impl->config.workers; }
 
 size_t CompilePool::spawned() const { return m_impl->spawned; }
+
+size_t CompilePool::queued() const { return m_impl->queued; }
 
 void CompilePool::prefetch(const CompileRequest& request)
 {

@@ -118,6 +118,8 @@ private:
     void help_sweep(size_t index, SweepBoard& board);
     void finish_sweep_for_owner(size_t index, SweepBoard& board);
     void deliver(const PreparedJob& prepared, Evaluation evaluation);
+    // A GPU waited `seconds` for work while compiles waited for a free worker (m_mutex held).
+    void note_compile_starved(double seconds);
 
     const Task& m_task;
     EvaluatorConfig m_config;
@@ -141,6 +143,9 @@ private:
     bool m_stopping = false;
     std::vector<std::thread> m_threads;
     std::atomic<int64_t> m_compiling{0}; // param points being compiled now
+    EvalClock::time_point m_started = EvalClock::now();
+    double m_compile_starved_s = 0;      // GPU-seconds idle while compiles were queued; m_mutex
+    bool m_compile_hint_given = false;
 };
 
 } // namespace kforge

@@ -19,6 +19,7 @@
 
 #include "evaluator/gpu_evaluator.hpp"
 #include "evaluator/gpu_prepare.hpp"
+#include "util/host_resources.hpp"
 #include "util/log.hpp"
 
 namespace kforge {
@@ -55,6 +56,7 @@ void GpuEvaluator::slot_loop(size_t index, Json setup)
             std::unique_lock lock(m_mutex);
             std::optional<size_t> next;
             auto idle_from = EvalClock::now();
+            bool compiles_queued = m_pool->queued() > 0;
             m_work_ready.wait(lock, [&] {
                 if (m_stopping)
                     return true;
@@ -64,9 +66,12 @@ void GpuEvaluator::slot_loop(size_t index, Json setup)
             });
             if (m_stopping)
                 break;
-            log_debug("{} waited {:.3f} s for work ({} job{} to compile, {} compiled)", slot.identity().label(),
-                      std::chrono::duration<double>(EvalClock::now() - idle_from).count(), m_incoming.size(),
-                      m_incoming.size() == 1 ? "" : "s", m_compiled.size());
+            double waited = std::chrono::duration<double>(EvalClock::now() - idle_from).count();
+            log_debug("{} waited {:.3f} s for work ({} job{} to compile, {} compiled{})", slot.identity().label(), waited,
+                      m_incoming.size(), m_incoming.size() == 1 ? "" : "s", m_compiled.size(),
+                      compiles_queued ? ", compiles queued for a worker" : "");
+            if (compiles_queued)
+                note_compile_starved(waited);
             // Lowest ticket first, between waiting jobs and running sweeps alike: a later job taken
             // while the variants of an earlier sweep wait for its busy GPU holds up the earlier one.
             if (next && board && board->ticket() < m_compiled[*next].job.ticket)
@@ -158,6 +163,24 @@ std::optional<size_t> GpuEvaluator::job_for(size_t index) const
 
 // Evaluates `prepared` on slot `index` and reports the result. A lost GPU puts the job back at the
 // head of the queue and throws GpuLostError on.
+void GpuEvaluator::note_compile_starved(double seconds)
+{
+    m_compile_starved_s += seconds;
+    if (m_compile_hint_given)
+        return;
+    // Said once, when the waits are a real share of the GPUs' time, and only where a larger pool
+    // is possible: the default pool is kept small on purpose (compile_workers_for in compile.hpp).
+    double gpu_seconds = std::chrono::duration<double>(EvalClock::now() - m_started).count() *
+                         static_cast<double>(m_slots.size());
+    size_t cpus = usable_cpus();
+    if (m_compile_starved_s < std::max(2.0, 0.1 * gpu_seconds) || m_pool->workers() >= cpus)
+        return;
+    m_compile_hint_given = true;
+    log_info("the GPUs have waited {:.1f} s for compiles queued behind the pool's {} worker{}; a larger pool "
+             "(--compile-workers, up to the {} CPUs here) may keep them busier",
+             m_compile_starved_s, m_pool->workers(), m_pool->workers() == 1 ? "" : "s", cpus);
+}
+
 void GpuEvaluator::run_job(size_t index, PreparedJob& prepared)
 {
     GpuSlot& slot = *m_slots[index].slot;

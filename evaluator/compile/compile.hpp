@@ -157,6 +157,8 @@ public:
     size_t workers() const;
     // Worker processes started so far (the initial ones plus every respawn); for tests and logs.
     size_t spawned() const;
+    // Compiles waiting for a free worker now: more than none means the pool is the bottleneck.
+    size_t queued() const;
 
 private:
     CompileResult compile_now(const CompileRequest& request, const std::string& key);

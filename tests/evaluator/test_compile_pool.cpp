@@ -11,6 +11,7 @@
 
 #include "evaluator/compile/compile.hpp"
 #include "evaluator/simulated_runs.hpp"
+#include "util/host_resources.hpp"
 #include "test_support.hpp"
 #include "util/text.hpp"
 
@@ -307,4 +308,38 @@ TEST_CASE("KFORGE_COMPILE_WORKERS chooses the default pool size, and a bad value
     config.gpus = 1;
     CompilePool pool(config);
     CHECK(pool.workers() == compile_workers_for(std::max(1u, std::thread::hardware_concurrency()), 0, 1));
+}
+
+TEST_CASE("a search whose GPUs wait behind a too-small compile pool says so once, naming the flag", "[evaluator][pool][e2e]")
+{
+    if (usable_cpus() < 2) {
+        WARN("one usable CPU: no pool can be larger than one worker here, so there is nothing to say");
+        return;
+    }
+    // A fresh cache and one worker: softmax's seeds (6-8 param points each) compile one at a time
+    // while the simulated GPU, done in milliseconds, waits for each.
+    test::TempDir dir;
+    std::vector<std::string> env{"KFORGE_SIMULATE_GPUS=1", "XDG_CACHE_HOME=" + (dir / "cache").string()};
+    std::string task = (test::source_dir() / "tasks" / "softmax_f32.json").string();
+    auto starved = test::run_kforge({"optimize", task, "-o", (dir / "one.kforge").string(), "--budget", "6",
+                                     "--no-knowledge", "--compile-workers", "1"},
+                                    env);
+    INFO(starved.err);
+    REQUIRE(starved.exit_code == 0);
+    CHECK_THAT(starved.err, Catch::Contains("for compiles queued behind the pool's 1 worker; a larger pool "
+                                            "(--compile-workers, up to the " +
+                                            std::to_string(usable_cpus()) + " CPUs here)"));
+    size_t said = 0;
+    for (size_t at = starved.err.find("the GPUs have waited"); at != std::string::npos;
+         at = starved.err.find("the GPUs have waited", at + 1))
+        ++said;
+    CHECK(said == 1);
+    // A pool as large as the CPUs allow has nothing to suggest.
+    std::filesystem::remove_all(dir / "cache");
+    auto full = test::run_kforge({"optimize", task, "-o", (dir / "full.kforge").string(), "--budget", "6",
+                                  "--no-knowledge", "--compile-workers", std::to_string(usable_cpus())},
+                                 env);
+    INFO(full.err);
+    REQUIRE(full.exit_code == 0);
+    CHECK_THAT(full.err, !Catch::Contains("the GPUs have waited"));
 }
