@@ -179,9 +179,9 @@ size_t default_compile_workers(size_t gpus)
         size_t workers = 0;
         std::string_view text(chosen);
         auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), workers);
-        if (ec != std::errc() || end != text.data() + text.size() || workers == 0)
-            fail(ErrorKind::usage, "KFORGE_COMPILE_WORKERS is '{}': it must be a whole number of workers, 1 or more",
-                 chosen);
+        if (ec != std::errc() || end != text.data() + text.size() || workers == 0 || workers > k_max_compile_workers)
+            fail(ErrorKind::usage, "KFORGE_COMPILE_WORKERS is '{}': it must be a whole number of workers, 1 to {}",
+                 chosen, k_max_compile_workers);
         return workers;
     }
     return compile_workers_for(usable_cpus(), usable_memory_bytes(), gpus);

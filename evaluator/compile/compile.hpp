@@ -122,6 +122,9 @@ struct CompilePoolConfig {
 // busy, the one-GPU row as fast as with 64 (bench/results/nvidia-h200-2026-11-26-scale-4gpu.md).
 size_t compile_workers_for(size_t cores, size_t memory_bytes, size_t gpus);
 
+// The most workers a pool may be asked for (each is a process and a preparing thread).
+constexpr size_t k_max_compile_workers = 1024;
+
 // The default here: $KFORGE_COMPILE_WORKERS when set (a suite gives each of its runs its share of
 // the host that way), else compile_workers_for(the CPUs and memory this process may use, gpus):
 // util/host_resources.hpp, so a SLURM allocation or a container counts, not the whole node.

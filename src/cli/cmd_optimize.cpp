@@ -15,6 +15,7 @@
 #include "cli/app.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/cmd_optimize_common.hpp"
+#include "evaluator/compile/compile.hpp"
 #include "evaluator/gpu_remote.hpp"
 #include "search/run_record.hpp"
 #include "util/error.hpp"
@@ -159,7 +160,9 @@ void add_optimize_command(CLI::App& app, CommandSlot& slot)
     cmd->add_flag("--no-repair", o->no_repair, "no repair round for failed model-written candidates");
     cmd->add_flag("--no-tune", o->no_tune, "no param-variation candidates after a new island best");
     cmd->add_option("--arch", o->arch, "target arch, e.g. sm_90a (default: the GPU's)")->check(gpu_arch());
-    cmd->add_option("--compile-workers", o->compile_workers, "parallel NVRTC compiles (default: $KFORGE_COMPILE_WORKERS, else 4 per GPU, at least 16, at most one per CPU this process may use)")
+    cmd->add_option("--compile-workers", o->compile_workers, "parallel NVRTC compiles, 1 to 1024 (default: $KFORGE_COMPILE_WORKERS, else 4 per GPU, at least 16, at "
+                    "most one per CPU this process may use)")
+        ->check(CLI::Range(size_t{1}, k_max_compile_workers))
         ->check(whole_number(1, 256));
     cmd->add_option("--deadline", o->deadline_s, "seconds one run of a plan may take before it is killed")
         ->check(real_number(0, 3600, true))

@@ -87,6 +87,16 @@ TEST_CASE("optimize refuses bad settings before looking for a GPU", "[e2e][searc
     CHECK_THAT(time.err, Catch::Contains("unknown unit"));
     auto mixed = run_kforge({"optimize", softmax_spec(), "-m", "builtin", "-m", "openai:gpt-5", "-o", out});
     CHECK(mixed.exit_code == 2);
+    for (const char* workers : {"0", "1025", "-1"}) {
+        auto pool = run_kforge({"optimize", softmax_spec(), "--compile-workers", workers, "-o", out});
+        INFO(pool.err);
+        CHECK(pool.exit_code == 2);
+        CHECK_THAT(pool.err, Catch::Contains("--compile-workers"));
+    }
+    auto env_pool = run_kforge({"optimize", softmax_spec(), "-o", out, "--no-knowledge"},
+                               {"KFORGE_COMPILE_WORKERS=lots", "KFORGE_SIMULATE_GPUS=1"});
+    CHECK(env_pool.exit_code == 2);
+    CHECK_THAT(env_pool.err, Catch::Contains("KFORGE_COMPILE_WORKERS is 'lots'"));
     auto no_key = run_kforge({"optimize", softmax_spec(), "-m", "openai:gpt-5", "-o", out, "--no-knowledge"},
                              {"OPENAI_API_KEY="});
     CHECK(no_key.exit_code == 3);
