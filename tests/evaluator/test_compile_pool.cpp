@@ -9,6 +9,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "evaluator/compile/compile.hpp"
 #include "evaluator/simulated_runs.hpp"
 #include "util/host_resources.hpp"
@@ -342,4 +344,26 @@ TEST_CASE("a search whose GPUs wait behind a too-small compile pool says so once
     INFO(full.err);
     REQUIRE(full.exit_code == 0);
     CHECK_THAT(full.err, !Catch::Contains("the GPUs have waited"));
+}
+
+TEST_CASE("a search sizes its compile pool for all the GPUs it drives", "[evaluator][pool][e2e]")
+{
+    test::TempDir dir;
+    std::string task = (test::source_dir() / "tasks" / "axpy_f32.json").string();
+    auto run = [&](const std::string& name, std::vector<std::string> env) {
+        env.push_back("XDG_CACHE_HOME=" + (dir / "cache").string());
+        return test::run_kforge({"--log-level", "debug", "optimize", task, "-o", (dir / (name + ".kforge")).string(),
+                                 "--budget", "1", "--no-knowledge"},
+                                env);
+    };
+    auto four = run("four", {"KFORGE_SIMULATE_GPUS=4"});
+    INFO(four.err);
+    REQUIRE(four.exit_code == 0);
+    size_t expected = compile_workers_for(usable_cpus(), 0, 4);
+    CHECK_THAT(four.err, Catch::Contains(fmt::format("compile pool: up to {} compile{} at once, for 4 GPUs", expected,
+                                                     expected == 1 ? "" : "s")));
+    auto chosen = run("chosen", {"KFORGE_SIMULATE_GPUS=2", "KFORGE_COMPILE_WORKERS=3"});
+    INFO(chosen.err);
+    REQUIRE(chosen.exit_code == 0);
+    CHECK_THAT(chosen.err, Catch::Contains("compile pool: up to 3 compiles at once, for 2 GPUs"));
 }
