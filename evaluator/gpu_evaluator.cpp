@@ -23,6 +23,7 @@
 #include "evaluator/gpu_remote.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
 #include "util/error.hpp"
+#include "util/host_resources.hpp"
 #include "util/log.hpp"
 #include "util/mpi_world.hpp"
 #include "util/subprocess.hpp"
@@ -51,6 +52,7 @@ GpuEvaluator::GpuEvaluator(const Task& task, const EvaluatorConfig& config) : m_
     if (!config.gpu_share_dir.empty())
         setup["gpu_share_dir"] = std::filesystem::absolute(config.gpu_share_dir).string();
 
+    m_usable_cpus = usable_cpus();
     CompilePoolConfig pool;
     pool.workers = config.compile_workers;
     pool.gpus = m_slots.size(); // under MPI too: the other ranks' GPUs are slots here, compiled for here

@@ -144,6 +144,7 @@ private:
     std::vector<std::thread> m_threads;
     std::atomic<int64_t> m_compiling{0}; // param points being compiled now
     EvalClock::time_point m_started = EvalClock::now();
+    size_t m_usable_cpus = 0;            // read once, at the start (util/host_resources.hpp)
     double m_compile_starved_s = 0;      // GPU-seconds idle while compiles were queued; m_mutex
     bool m_compile_hint_given = false;
 };

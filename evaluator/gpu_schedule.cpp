@@ -19,7 +19,6 @@
 
 #include "evaluator/gpu_evaluator.hpp"
 #include "evaluator/gpu_prepare.hpp"
-#include "util/host_resources.hpp"
 #include "util/log.hpp"
 
 namespace kforge {
@@ -172,7 +171,7 @@ void GpuEvaluator::note_compile_starved(double seconds)
     // is possible: the default pool is kept small on purpose (compile_workers_for in compile.hpp).
     double gpu_seconds = std::chrono::duration<double>(EvalClock::now() - m_started).count() *
                          static_cast<double>(m_slots.size());
-    size_t cpus = usable_cpus();
+    size_t cpus = m_usable_cpus;
     if (m_compile_starved_s < std::max(2.0, 0.1 * gpu_seconds) || m_pool->workers() >= cpus)
         return;
     m_compile_hint_given = true;
