@@ -136,6 +136,24 @@ bool tensor_map_dtype_supported(DType dtype)
     }
 }
 
+Plan source_plan(const Task& task, std::string_view source)
+{
+    if (auto json = extract_plan_json(source))
+        return parse_plan(*json, "plan");
+    if (task.default_plan)
+        return *task.default_plan;
+    throw PlanError("the source has no kforge:plan block and the task has no default plan");
+}
+
+std::vector<std::string> launched_kernels(const Plan& plan)
+{
+    std::vector<std::string> kernels;
+    for (const auto& launch : plan.launches)
+        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
+            kernels.push_back(launch.kernel);
+    return kernels;
+}
+
 void validate_plan(const Task& task, const Plan& plan, const std::vector<std::string>& kernel_names)
 {
     std::set<std::string> sizes = size_names(task);

@@ -26,6 +26,13 @@ inline constexpr int64_t k_max_block_z = 64;
 
 void validate_plan(const Task& task, const Plan& plan, const std::vector<std::string>& kernel_names);
 
+// The plan `source` runs with: its own kforge:plan block, else the task's default plan. Throws
+// PlanError when the block is malformed or there is neither (not validated: validate_plan).
+Plan source_plan(const Task& task, std::string_view source);
+
+// The kernels a plan launches, each once, in the order of its first launch.
+std::vector<std::string> launched_kernels(const Plan& plan);
+
 struct ResolvedArg {
     enum class Kind { tensor, scratch, scalar, tensor_map };
     Kind kind = Kind::scalar;

@@ -35,15 +35,6 @@ std::vector<CompileRequest> variant_requests(const std::string& source, const st
     return requests;
 }
 
-std::vector<std::string> launched_kernels(const Plan& plan)
-{
-    std::vector<std::string> kernels;
-    for (const auto& launch : plan.launches)
-        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
-            kernels.push_back(launch.kernel);
-    return kernels;
-}
-
 // The source's plan (its own, else the task's default), validated, and the kernels it launches;
 // the verdict instead where the plan is wrong or screening refuses the source (the task's own code,
 // `task_code`, is screened without the task's forbid list).
@@ -51,13 +42,7 @@ std::optional<Verdict> plan_and_screen(const Task& task, const std::string& sour
                                        std::vector<std::string>& kernels)
 {
     try {
-        std::optional<Json> plan_json = extract_plan_json(source);
-        if (plan_json)
-            plan = parse_plan(*plan_json, "plan");
-        else if (task.default_plan)
-            plan = *task.default_plan;
-        else
-            throw PlanError("the source has no kforge:plan block and the task has no default plan");
+        plan = source_plan(task, source);
         validate_plan(task, plan, find_kernel_names(source));
     } catch (const PlanError& e) {
         return Verdict{VerdictKind::plan_error, e.what()};

@@ -160,8 +160,6 @@ std::optional<size_t> GpuEvaluator::job_for(size_t index) const
     return pick;
 }
 
-// Evaluates `prepared` on slot `index` and reports the result. A lost GPU puts the job back at the
-// head of the queue and throws GpuLostError on.
 void GpuEvaluator::note_compile_starved(double seconds)
 {
     m_compile_starved_s += seconds;
@@ -180,6 +178,8 @@ void GpuEvaluator::note_compile_starved(double seconds)
              m_compile_starved_s, m_pool->workers(), m_pool->workers() == 1 ? "" : "s", cpus);
 }
 
+// Evaluates `prepared` on slot `index` and reports the result. A lost GPU puts the job back at the
+// head of the queue and throws GpuLostError on.
 void GpuEvaluator::run_job(size_t index, PreparedJob& prepared)
 {
     GpuSlot& slot = *m_slots[index].slot;

@@ -20,7 +20,8 @@ __extension__ using Wide = __int128;
 template <typename Body>
 void parallel_ranges(int64_t count, int64_t granule, Body body)
 {
-    int64_t threads = std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(usable_cpus()), count / granule));
+    static const auto cpus = static_cast<int64_t>(usable_cpus()); // file reads: once per worker, not per input
+    int64_t threads = std::max<int64_t>(1, std::min<int64_t>(cpus, count / granule));
     if (threads <= 1) {
         body(int64_t{0}, count);
         return;

@@ -30,15 +30,6 @@
 namespace kforge {
 namespace {
 
-Plan plan_of(const Task& task, const std::string& source)
-{
-    if (auto json = extract_plan_json(source))
-        return parse_plan(*json, "plan");
-    if (task.default_plan)
-        return *task.default_plan;
-    throw PlanError("the file has no kforge:plan block and the task has no default plan");
-}
-
 int run_compile_only(const Task& task, const std::string& source, const EvalCommandOptions& options)
 {
     std::string arch = options.arch.empty() ? "sm_90a" : options.arch;
@@ -55,7 +46,7 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
     Plan plan;
     std::vector<std::string> kernels;
     try {
-        plan = plan_of(task, source);
+        plan = source_plan(task, source);
         validate_plan(task, plan, find_kernel_names(source));
         std::vector<ParamPoint> points = enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points));
         for (const auto& shapes : {&task.tests, &task.bench, &task.held_out})

@@ -91,23 +91,13 @@ std::string describe_arg(const ResolvedArg& arg)
     return fmt::format("{} = {} ({})", arg.name, arg.int_value, dtype_cuda_name(arg.dtype));
 }
 
-// The plan a candidate runs with: its own kforge:plan block, or the task's default plan.
-Plan candidate_plan(const Task& task, const std::string& source)
-{
-    if (auto json = extract_plan_json(source))
-        return parse_plan(*json, "plan");
-    if (task.default_plan)
-        return *task.default_plan;
-    throw PlanError("the source has no kforge:plan block and the task has no default_plan");
-}
-
 std::string launch_plan_text(const Task& task, const Candidate& candidate, const ParamPoint& point)
 {
     std::string out =
         "launch plan resolved for each bench shape (kforge's host side makes these launches; this "
         "file holds the device code)\n";
     try {
-        Plan plan = candidate_plan(task, candidate.source);
+        Plan plan = source_plan(task, candidate.source);
         validate_plan(task, plan, find_kernel_names(candidate.source));
         for (const auto& shape : task.bench) {
             ResolvedPlan resolved = resolve_plan(task, plan, shape, point);
@@ -197,7 +187,7 @@ ExportParts gather_parts(const Archive& archive, const Candidate& candidate)
     parts.params_note = "the point the times below were measured with; override with -DNAME=value";
     if (parts.point.empty() && parts.task) {
         try {
-            auto points = enumerate_param_points(candidate_plan(*parts.task, candidate.source), 1);
+            auto points = enumerate_param_points(source_plan(*parts.task, candidate.source), 1);
             if (!points.front().empty()) {
                 parts.point = points.front();
                 parts.params_note = "none were measured; this is the plan's first point";
@@ -268,7 +258,7 @@ Plan checked_plan(const ExportParts& parts, const Candidate& candidate)
         fail_input("candidate #{}: host code needs the run's task, which does not load: {}",
                    candidate.id, parts.task_problem);
     try {
-        Plan plan = candidate_plan(*parts.task, candidate.source);
+        Plan plan = source_plan(*parts.task, candidate.source);
         validate_plan(*parts.task, plan, find_kernel_names(candidate.source));
         for (const auto& [name, values] : plan.params)
             if (!parts.point.count(name))

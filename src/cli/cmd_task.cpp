@@ -16,6 +16,7 @@
 #include "cli/app.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/cmd_task_selftest.hpp"
+#include "core/plan_check.hpp"
 #include "core/task.hpp"
 #include "evaluator/compile/compile.hpp"
 #include "evaluator/compile/launch_args.hpp"
@@ -40,20 +41,11 @@ struct CompileJob {
     CompileResult result;
 };
 
-std::vector<std::string> plan_kernels(const Plan& plan)
-{
-    std::vector<std::string> kernels;
-    for (const auto& launch : plan.launches)
-        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
-            kernels.push_back(launch.kernel);
-    return kernels;
-}
-
 // One job per param point of one kernel file; the screen runs once per file.
 void add_jobs(const Task& screen_task, const KernelFile& file, const std::string& arch, size_t max_points,
               std::vector<CompileJob>& jobs)
 {
-    std::vector<std::string> kernels = plan_kernels(file.plan);
+    std::vector<std::string> kernels = launched_kernels(file.plan);
     std::optional<Verdict> refused = screen_source(screen_task, file.source, kernels);
     std::string name = file.path.lexically_relative(screen_task.spec_path.parent_path()).string();
     if (name.empty() || name.rfind("..", 0) == 0)
