@@ -71,6 +71,22 @@ std::optional<Plan> plan_of(const Task& task, const std::string& source)
 
 } // namespace
 
+// What a proposal's random choices are drawn from, for `--log-level debug`: a run that should have
+// repeated another's choices (same seed, same recorded results) and did not shows where they parted.
+std::string SearchLoop::describe_choice_inputs(int island, const IslandGrid& grid, size_t unrecorded_seeds) const
+{
+    std::string text = fmt::format("item {} island {}: rng {}", m_state.next_seq, island, m_state.rng.save());
+    if (unrecorded_seeds > 0)
+        text += fmt::format(", a parent among {} unrecorded seeds", unrecorded_seeds);
+    text += ", elites";
+    for (const EliteEntry* elite : grid.elites()) {
+        auto children = m_state.children.find(elite->candidate_id);
+        text += fmt::format(" #{} {} {:.6f} ({} children)", elite->candidate_id, elite->cell, elite->fitness,
+                            children == m_state.children.end() ? 0 : children->second);
+    }
+    return text;
+}
+
 void SearchLoop::schedule()
 {
     // After Ctrl-C items are still planned (never started): the saved state must hold what an
@@ -163,6 +179,8 @@ WorkItem SearchLoop::plan_proposal(int island, const std::set<int64_t>& seed_par
             grid_ptr = &seeds_only;
     }
     const IslandGrid& grid = *grid_ptr;
+    if (log_level() >= LogLevel::debug)
+        log_debug("schedule {}", describe_choice_inputs(island, grid, unrecorded_seeds.size()));
     const auto& queue = m_state.follow_ups[static_cast<size_t>(island)];
     if (!unrecorded_seeds.empty()) {
         item.kind = ItemKind::propose; // nothing recorded yet, so no follow-up can be queued

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "archive/archive.hpp"
+#include "evaluator/describe.hpp"
 #include "kf_catch.hpp"
 #include "util/text.hpp"
 
@@ -62,16 +63,51 @@ std::vector<std::string> simulated_env(const std::string& gpus, int gpu_ms)
             "ANTHROPIC_API_KEY="};
 }
 
-const std::filesystem::path& one_gpu_reference_archive()
+std::vector<std::string> with_debug_log(const std::vector<std::string>& kforge_args)
 {
-    static const std::filesystem::path path = [] {
+    std::vector<std::string> args{"--log-level", "debug"};
+    args.insert(args.end(), kforge_args.begin(), kforge_args.end());
+    return args;
+}
+
+namespace {
+
+struct ReferenceRun {
+    std::filesystem::path archive;
+    std::string choices;
+};
+
+const ReferenceRun& reference_run()
+{
+    static const ReferenceRun run = [] {
         auto archive = process_dir() / "one-gpu.kforge";
-        CommandResult result = run_kforge(replayed_softmax_args(archive), simulated_env("1"));
+        CommandResult result = run_kforge(with_debug_log(replayed_softmax_args(archive)), simulated_env("1"));
         INFO(result.out << result.err);
         REQUIRE(result.exit_code == 0);
-        return archive;
+        return ReferenceRun{archive, choice_trace(result.err)};
     }();
-    return path;
+    return run;
+}
+
+} // namespace
+
+const std::filesystem::path& one_gpu_reference_archive()
+{
+    return reference_run().archive;
+}
+
+const std::string& one_gpu_reference_choices()
+{
+    return reference_run().choices;
+}
+
+std::string choice_trace(const std::string& debug_log)
+{
+    std::string trace;
+    for (const auto& line : split(debug_log, '\n'))
+        if (line.find("debug: schedule item ") != std::string::npos)
+            trace += line + "\n";
+    return trace;
 }
 
 std::vector<std::string> recorded_candidates(const std::filesystem::path& path)
@@ -82,10 +118,11 @@ std::vector<std::string> recorded_candidates(const std::filesystem::path& path)
         auto c = archive.candidate(id);
         REQUIRE(c);
         const Evaluation& e = c->evaluation;
-        rows.push_back(fmt::format("#{} {} {} island {} gen {} parent {} {} fitness {}", id, c->source_hash,
+        rows.push_back(fmt::format("#{} {} {} island {} gen {} parent {} {} fitness {} cell {}", id, c->source_hash,
                                    origin_name(c->origin), c->island, c->generation,
                                    c->parent_id ? std::to_string(*c->parent_id) : "-", verdict_name(e.verdict.kind),
-                                   e.fitness ? fmt::format("{:.17g}", *e.fitness) : "-"));
+                                   e.fitness ? fmt::format("{:.17g}", *e.fitness) : "-",
+                                   e.descriptors.empty() ? "-" : descriptor_cell(e.descriptors)));
     }
     return rows;
 }

@@ -21,12 +21,23 @@ std::vector<std::string> replayed_softmax_args(const std::filesystem::path& arch
 // CUBIN cache shared by every run of this test process (so later runs skip NVRTC), no API keys.
 std::vector<std::string> simulated_env(const std::string& gpus, int gpu_ms = 20);
 
-// The archive of the replayed softmax run on one simulated GPU, made once per test process.
+// `kforge_args` run with `--log-level debug`, which logs what each proposal's random choices are
+// drawn from (see choice_trace).
+std::vector<std::string> with_debug_log(const std::vector<std::string>& kforge_args);
+
+// The archive of the replayed softmax run on one simulated GPU, made once per test process (with
+// the debug log, kept for one_gpu_reference_choices).
 const std::filesystem::path& one_gpu_reference_archive();
 
+// The lines of a debug log that say what each proposal's choices were drawn from (RNG state,
+// elites and their cells), for a failed comparison: where two runs' choices part shows why.
+std::string choice_trace(const std::string& debug_log);
+// choice_trace of the one-GPU reference run.
+const std::string& one_gpu_reference_choices();
+
 // What an archive recorded for every candidate, in id order, one line each: source hash, origin,
-// island, generation, parent, verdict and fitness (exact). Two runs that made the same choices
-// and measured the same numbers have equal lists.
+// island, generation, parent, verdict, fitness (exact) and grid cell. Two runs that made the same
+// choices and measured the same numbers have equal lists.
 std::vector<std::string> recorded_candidates(const std::filesystem::path& archive);
 
 // The pids of processes whose parent is `parent` and whose command line holds `word` and `kind`

@@ -67,7 +67,8 @@ TEST_CASE("under mpirun the run uses every rank's GPU, survives a killed rank, r
     std::vector<std::string> expected = recorded_candidates(one_gpu_reference_archive());
     TempDir dir;
     auto archive = dir / "mpi.kforge";
-    RunningProgram run(mpirun_path(), under_mpirun(3, replayed_softmax_args(archive)), mpi_env(simulated_env("3", 150)));
+    RunningProgram run(mpirun_path(), under_mpirun(3, with_debug_log(replayed_softmax_args(archive))),
+                       mpi_env(simulated_env("3", 150)));
     REQUIRE(wait_for_stderr(run, "[2/12]", 300));
     int rank2 = rank_process(run.pid(), 2);
     REQUIRE(rank2 > 0);
@@ -80,6 +81,7 @@ TEST_CASE("under mpirun the run uses every rank's GPU, survives a killed rank, r
     CHECK(result.exit_code == 0);
     CHECK_THAT(result.err, Catch::Contains("MPI: 3 ranks") && Catch::Contains("MPI rank 2 is lost"));
 
+    INFO("the one-GPU run's choices (this run's are in its log):\n" << one_gpu_reference_choices());
     CHECK(recorded_candidates(archive) == expected);
     {
         Archive mpi = Archive::open(archive, OpenMode::read_only);

@@ -116,7 +116,7 @@ TEST_CASE("a run over three GPUs uses all three, survives a killed GPU worker an
 
     TempDir dir;
     auto archive = dir / "three.kforge";
-    RunningProgram run(kforge_binary(), replayed_softmax_args(archive), simulated_env("3", 150));
+    RunningProgram run(kforge_binary(), with_debug_log(replayed_softmax_args(archive)), simulated_env("3", 150));
     // Once candidates flow, SIGKILL one GPU worker, as the OOM killer or a user might.
     REQUIRE(wait_for_stderr(run, "[2/12]", 300));
     std::vector<int> workers = child_processes(run.pid(), "__worker", "gpu");
@@ -126,6 +126,7 @@ TEST_CASE("a run over three GPUs uses all three, survives a killed GPU worker an
     INFO(result.out << result.err);
     REQUIRE(result.exit_code == 0);
 
+    INFO("the one-GPU run's choices (this run's are in its log):\n" << one_gpu_reference_choices());
     CHECK(recorded_candidates(archive) == expected);
     Archive three = Archive::open(archive, OpenMode::read_only);
     std::vector<GpuTotals> gpus = three.gpu_totals();

@@ -101,10 +101,11 @@ TEST_CASE("under srun --mpi=pmix the run uses every task's GPU and records what 
     TempDir dir;
 
     auto whole = dir / "whole.kforge";
-    CommandResult result = cluster.run("srun", under_srun(3, replayed_softmax_args(whole)), rank_env(100));
+    CommandResult result = cluster.run("srun", under_srun(3, with_debug_log(replayed_softmax_args(whole))), rank_env(100));
     INFO(result.err << cluster.log_tails());
     REQUIRE(result.exit_code == 0);
     CHECK_THAT(result.err, Catch::Contains("MPI: 3 ranks") && Catch::Contains("SLURM ends the whole job step"));
+    INFO("the one-GPU run's choices (this run's are in its log):\n" << one_gpu_reference_choices());
     CHECK(recorded_candidates(whole) == expected);
     {
         Archive archive = Archive::open(whole, OpenMode::read_only);
@@ -202,7 +203,7 @@ TEST_CASE("mpirun --enable-recovery inside an sbatch allocation outlives a kille
     auto archive = dir / "mpirun.kforge";
     auto script = dir / "mpirun.sbatch";
     std::string command = "exec mpirun --enable-recovery --bind-to none " + kforge_binary().string();
-    for (const auto& arg : replayed_softmax_args(archive))
+    for (const auto& arg : with_debug_log(replayed_softmax_args(archive)))
         command += " '" + arg + "'";
     write_text(script, "#!/bin/sh\n" + command + "\n");
     std::vector<std::string> env = rank_env(150);
@@ -223,6 +224,7 @@ TEST_CASE("mpirun --enable-recovery inside an sbatch allocation outlives a kille
     REQUIRE(jobs.size() == 1);
     CHECK(jobs[0].state == "COMPLETED");
     CHECK_THAT(slurp_file(out), Catch::Contains("MPI rank 2 is lost"));
+    INFO("the one-GPU run's choices (this run's are in its log):\n" << one_gpu_reference_choices());
     CHECK(recorded_candidates(archive) == expected);
     Archive done = Archive::open(archive, OpenMode::read_only);
     CHECK(done.run_info().state == "finished");
