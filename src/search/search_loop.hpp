@@ -93,9 +93,9 @@ private:
     void schedule();
     std::optional<WorkItem> plan_next();
     std::set<int64_t> seeds_holding_cells();
+    std::string describe_choice_inputs(int island, const IslandGrid& grid, size_t unrecorded_seeds) const;
     // seed_parents: while seeding, the recorded seeds to draw parents from; unrecorded_seeds: before
     // any of them is recorded, the seeds still in flight (one becomes the parent, unmeasured).
-    std::string describe_choice_inputs(int island, const IslandGrid& grid, size_t unrecorded_seeds) const;
     WorkItem plan_proposal(int island, const std::set<int64_t>& seed_parents, const std::vector<int>& unrecorded_seeds);
     const KernelFile* seed_parent_file(const WorkItem& item) const;
     void commit_item(const WorkItem& item);

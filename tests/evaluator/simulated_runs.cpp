@@ -72,6 +72,16 @@ std::vector<std::string> with_debug_log(const std::vector<std::string>& kforge_a
 
 namespace {
 
+// What each proposal's choices were drawn from, as a debug log says it.
+std::string choice_trace(const std::string& debug_log)
+{
+    std::string trace;
+    for (const auto& line : split(debug_log, '\n'))
+        if (line.find("debug: schedule item ") != std::string::npos)
+            trace += line + "\n";
+    return trace;
+}
+
 struct ReferenceRun {
     std::filesystem::path archive;
     std::string choices;
@@ -99,15 +109,6 @@ const std::filesystem::path& one_gpu_reference_archive()
 const std::string& one_gpu_reference_choices()
 {
     return reference_run().choices;
-}
-
-std::string choice_trace(const std::string& debug_log)
-{
-    std::string trace;
-    for (const auto& line : split(debug_log, '\n'))
-        if (line.find("debug: schedule item ") != std::string::npos)
-            trace += line + "\n";
-    return trace;
 }
 
 std::vector<std::string> recorded_candidates(const std::filesystem::path& path)

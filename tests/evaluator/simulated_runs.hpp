@@ -29,10 +29,9 @@ std::vector<std::string> with_debug_log(const std::vector<std::string>& kforge_a
 // the debug log, kept for one_gpu_reference_choices).
 const std::filesystem::path& one_gpu_reference_archive();
 
-// The lines of a debug log that say what each proposal's choices were drawn from (RNG state,
-// elites and their cells), for a failed comparison: where two runs' choices part shows why.
-std::string choice_trace(const std::string& debug_log);
-// choice_trace of the one-GPU reference run.
+// The lines of the one-GPU reference run's debug log that say what each proposal's choices were
+// drawn from (RNG state, elites and their cells), for a failed comparison: where two runs' choices
+// part shows why.
 const std::string& one_gpu_reference_choices();
 
 // What an archive recorded for every candidate, in id order, one line each: source hash, origin,
