@@ -6,6 +6,9 @@
 #include <csignal>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "test_support.hpp"
 #include "util/child_process.hpp"
 #include "util/error.hpp"
@@ -33,9 +36,19 @@ bool wait_for_child_end(ChildProcess& child, std::chrono::seconds limit)
     return false;
 }
 
+// Whether a process still runs. A killed process whose parent died stays a zombie until whatever
+// adopted it reaps it, and in a container whose first process reaps nothing that is forever; a
+// zombie has ended, so only its /proc state can tell (kill(pid, 0) succeeds on it).
 bool child_test_alive(int pid)
 {
-    return ::kill(pid, 0) == 0;
+    if (::kill(pid, 0) != 0)
+        return false;
+    std::string stat = slurp_file("/proc/" + std::to_string(pid) + "/stat");
+    std::size_t after_name = stat.rfind(')');
+    if (after_name == std::string::npos || after_name + 2 >= stat.size())
+        return true; // no /proc to ask: kill() said it exists
+    char state = stat[after_name + 2];
+    return state != 'Z' && state != 'X';
 }
 
 } // namespace
@@ -83,6 +96,16 @@ TEST_CASE("killing a supervised child ends every process of its group, and signa
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     CHECK(gone);
+
+    // The check above counts a zombie as gone: one that nobody reaps yet is not alive.
+    pid_t zombie = ::fork();
+    REQUIRE(zombie >= 0);
+    if (zombie == 0)
+        ::_exit(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(::kill(zombie, 0) == 0);
+    CHECK_FALSE(child_test_alive(zombie));
+    ::waitpid(zombie, nullptr, 0);
 
     ChildProcess trapping = start_child_shell("trap 'echo stopping; exit 7' INT; while :; do sleep 0.05; done",
                                         dir / "trap.txt", "");
