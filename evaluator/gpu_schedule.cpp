@@ -169,13 +169,12 @@ void GpuEvaluator::note_compile_starved(double seconds)
     // is possible: the default pool is kept small on purpose (compile_workers_for in compile.hpp).
     double gpu_seconds = std::chrono::duration<double>(EvalClock::now() - m_started).count() *
                          static_cast<double>(m_slots.size());
-    size_t cpus = m_usable_cpus;
-    if (m_compile_starved_s < std::max(2.0, 0.1 * gpu_seconds) || m_pool->workers() >= cpus)
+    if (m_compile_starved_s < std::max(2.0, 0.1 * gpu_seconds) || m_pool->workers() >= m_usable_cpus)
         return;
     m_compile_hint_given = true;
     log_info("the GPUs have waited {:.1f} s for compiles queued behind the pool's {} worker{}; a larger pool "
              "(--compile-workers, up to the {} CPUs here) may keep them busier",
-             m_compile_starved_s, m_pool->workers(), m_pool->workers() == 1 ? "" : "s", cpus);
+             m_compile_starved_s, m_pool->workers(), m_pool->workers() == 1 ? "" : "s", m_usable_cpus);
 }
 
 // Evaluates `prepared` on slot `index` and reports the result. A lost GPU puts the job back at the

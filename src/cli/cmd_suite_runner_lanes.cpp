@@ -223,8 +223,8 @@ fs::path SuiteRunner::share_dir() const
 std::vector<std::pair<std::string, std::string>> SuiteRunner::child_environment() const
 {
     std::vector<std::pair<std::string, std::string>> env{{"KFORGE_MPI", "off"}};
-    size_t runs = std::max<size_t>(1, m_lanes.size() * static_cast<size_t>(m_config.per_gpu));
     if (!std::getenv("TORCHINDUCTOR_COMPILE_THREADS")) {
+        size_t runs = std::max<size_t>(1, m_lanes.size() * static_cast<size_t>(m_config.per_gpu));
         size_t threads = std::max<size_t>(1, usable_cpus() / runs);
         env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS", std::to_string(threads));
     }
