@@ -93,6 +93,11 @@ TEST_CASE("optimize refuses bad settings before looking for a GPU", "[e2e][searc
         CHECK(pool.exit_code == 2);
         CHECK_THAT(pool.err, Catch::Contains("--compile-workers"));
     }
+    // The whole documented range is taken: the largest pool passes the option's check and the run
+    // stops at the next problem (a task that is not there).
+    auto largest = run_kforge({"optimize", (dir / "missing.json").string(), "--compile-workers", "1024", "-o", out});
+    CHECK(largest.exit_code != 0);
+    CHECK_THAT(largest.err, Catch::Contains("missing.json") && !Catch::Contains("--compile-workers"));
     auto env_pool = run_kforge({"optimize", softmax_spec(), "-o", out, "--no-knowledge"},
                                {"KFORGE_COMPILE_WORKERS=lots", "KFORGE_SIMULATE_GPUS=1"});
     CHECK(env_pool.exit_code == 2);
