@@ -93,7 +93,8 @@ def output_check(name, dtype, samples, notes):
         for sizes, own, ref in samples:
             if ref is not None and not torch.equal(own.cpu(), ref.to(own.dtype).cpu()):
                 notes.append(f"integer output {name} differs between the program's own and its fp64 run at "
-                             f"{_label(sizes)}: an exact check may reject kernels that compute in the own dtype")
+                             f"{_label(sizes)}: its expected values are the program's own, so a kernel must compute it "
+                             "as the program does, in the program's dtype")
                 break
         return {"metric": "exact"}
     rtol = min(RTOL[dtype], CAP)

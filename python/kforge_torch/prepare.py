@@ -8,11 +8,19 @@ dtype dropped, so that the fp64 forward has the memory; the outputs are written 
 output's dtype. When the program cannot run in fp64 (an op without a double kernel, a forward that
 insists on its dtype) or fp64 does not fit, the outputs come from the program's own dtype and the
 reply says so (`"precision": "own"` and the reason). `program` writes the own-dtype outputs.
+
+Integer outputs are the exception: their expected values are always the program's own. An integer
+that a float computation rounds or compares into being (a quantized value, an index, a count) can
+come out differently from fp64 inputs (a value that rounds to a tie in fp32 and not in fp64), and
+PyTorch, which these tasks take as the reference, computes it in the program's dtype; an exact
+check against the fp64 run refused kernels that did exactly what the program does. So `expected`
+runs the own-dtype forward too, on copies of the inputs, and keeps its integer outputs.
 """
 import time
 
 import torch
 
+from .checks import INTEGER_DTYPES
 from .layout import inputs_to_fp64, model_to_fp64
 from .locations import Location, LocationError, Writer
 from .model_state import model_tensors
@@ -105,8 +113,9 @@ class Preparation:
 
     def _outputs(self, program, model):
         if self.what == "expected":
+            own_integers = self._own_integer_outputs(program, model)
             try:
-                return self._fp64_outputs(program)
+                return self._with_own_integers(self._fp64_outputs(program), own_integers)
             except ProblemError as e:
                 self.note = f"the program does not run in fp64 ({e}); the expected outputs are in its own dtype"
             except OUT_OF_MEMORY:
@@ -115,6 +124,37 @@ class Preparation:
             self.process._free()
             self.inputs = program.make_inputs(self.input_seed, self.device)  # the same values, as before
         outputs, _ = program.run_forward(model, self.inputs, self.device)
+        return outputs
+
+    def _own_integer_outputs(self, program, model):
+        """{output index: the own-dtype forward's value} for the integer outputs wanted; the forward
+        runs on copies, since it may write its inputs in place and the fp64 run converts them after."""
+        indices = {arg.index for arg, _ in self.outputs_wanted if arg.dtype in INTEGER_DTYPES}
+        if not indices:
+            return {}
+        try:
+            inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in self.inputs]
+            outputs, _ = program.run_forward(model, inputs, self.device)
+        except OUT_OF_MEMORY:
+            inputs = outputs = None
+            self.process._free()
+            self.note = ("the own-dtype forward for the integer outputs does not fit beside the inputs; they are "
+                         "the fp64 forward's")
+            return {}
+        del inputs
+        return {i: outputs[i] for i in indices if i < len(outputs)}
+
+    def _with_own_integers(self, outputs, own_integers):
+        differ = []
+        for i, own in sorted(own_integers.items()):
+            if i < len(outputs):
+                if not torch.equal(outputs[i].to(own.dtype), own):
+                    differ.append(str(i))
+                outputs[i] = own
+        if differ:
+            note = (f"integer output(s) {', '.join(differ)} are the program's own: its dtype rounds them "
+                    "differently from fp64, and PyTorch computes them in its dtype")
+            self.note = f"{self.note}; {note}" if self.note else note
         return outputs
 
     def _fp64_outputs(self, program):

@@ -79,6 +79,41 @@ class Protocol(unittest.TestCase):
         self.assertEqual(reply["precision"], "own")
         self.assertIn("does not run in fp64", reply["note"])
 
+    def test_integer_outputs_are_the_programs_own_where_fp64_rounds_them_otherwise(self):
+        # 0.1 in fp32 times 25 is 2.5 in fp32 (a tie, rounded to even: 2) but 2.5000000373 in fp64
+        # (3). PyTorch computes 2; so must the reference. The float output stays fp64's.
+        source = """
+            import torch
+            import torch.nn as nn
+            n = 6
+            class Model(nn.Module):
+                def forward(self, x):
+                    x.mul_(25)
+                    return torch.round(x).to(torch.int8), x
+            def get_inputs():
+                return [torch.full((n,), 0.1)]
+            def get_init_inputs():
+                return []
+        """
+        args = [{"name": "x", "dtype": "f32", "from": "input 0"}, {"name": "q", "dtype": "i8", "from": "output 0"},
+                {"name": "y", "dtype": "f32", "from": "output 1"}]
+        self.setup(source, args)
+        reply = self.client.ask({"op": "prepare", "sizes": {"n": 6}, "input_seed": 3, "param_seed": 4,
+                                 "what": "expected", "buffers": {"x": self.location(0), "q": {"file": self.buffers,
+                                 "offset": 24, "bytes": 6}}})
+        self.assertTrue(reply["ok"], reply)
+        self.assertEqual(reply["precision"], "fp64")
+        self.assertIn("integer output(s) 0 are the program's own", reply["note"])
+        np.testing.assert_array_equal(np.fromfile(self.buffers, dtype=np.int8, count=6, offset=24), [2] * 6)
+        # The input was written before either forward scaled it in place, and the fp64 forward saw 0.1
+        # too: its float output is 2.5000000373, not the own forward's 2.5 scaled again.
+        np.testing.assert_array_equal(self.read(0), np.full(6, 0.1, dtype=np.float32))
+        reply = self.client.ask({"op": "prepare", "sizes": {"n": 6}, "input_seed": 3, "param_seed": 4,
+                                 "what": "expected", "buffers": {"y": self.location(24)}})
+        self.assertTrue(reply["ok"], reply)
+        self.assertNotIn("integer output", reply["note"])
+        np.testing.assert_array_equal(self.read(24), np.full(6, np.float32(np.float64(np.float32(0.1)) * 25)))
+
     def test_warm_compile_is_advice_that_never_fails_and_refuses_a_bad_limit(self):
         self.setup()
         ask = {"op": "warm_compile", "sizes": {"n": 6}, "input_seed": 3, "param_seed": 4}
