@@ -190,8 +190,11 @@ void SearchLoop::take_evaluation(EvalResult result)
         m_final_check = std::move(result.evaluation);
         return;
     }
+    // The item that records this evaluation: an adopted evaluation may have been adopted again by a
+    // still earlier item (model calls finish in any order: item 3's reply first, then 2's adopts its
+    // evaluation, then 1's, then 0's), so the chain is followed to its end, not one step.
     auto it = m_flights.find(result.ticket / k_job_kinds);
-    if (it != m_flights.end() && it->second.evaluated_for)
+    while (it != m_flights.end() && it->second.evaluated_for)
         it = m_flights.find(*it->second.evaluated_for);
     if (it == m_flights.end())
         return;

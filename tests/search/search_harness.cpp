@@ -93,6 +93,9 @@ ChatResult ScriptedProvider::exchange(const ChatRequest& request)
     }
     ++m_calls;
     std::string prompt = request.system + "\n" + request.user;
+    bool proposal = request.purpose == CallPurpose::propose || request.purpose == CallPurpose::code;
+    if (m_settings.release_newest_first > 0 && proposal)
+        wait_for_release();
     if (m_settings.max_delay.count() > 0)
         std::this_thread::sleep_for(
             std::chrono::milliseconds(hash64(prompt, 5) % static_cast<uint64_t>(m_settings.max_delay.count() + 1)));
@@ -121,6 +124,31 @@ ChatResult ScriptedProvider::exchange(const ChatRequest& request)
     record.cost_known = true;
     --m_running;
     return result;
+}
+
+void ScriptedProvider::wait_for_release()
+{
+    using namespace std::chrono_literals;
+    std::unique_lock lock(m_gate_mutex);
+    uint64_t me = m_arrivals++;
+    m_held.push_back(me);
+    m_gate.notify_all();
+    m_gate.wait_until(lock, std::chrono::steady_clock::now() + 10s,
+                      [&] { return m_held.size() >= static_cast<size_t>(m_settings.release_newest_first); });
+    // A full batch (or what came within 10 s) goes newest first, 20 ms apart.
+    for (;;) {
+        if (m_held.back() != me) {
+            m_gate.wait(lock);
+            continue;
+        }
+        auto ready_at = m_last_release + 20ms;
+        if (std::chrono::steady_clock::now() >= ready_at)
+            break;
+        m_gate.wait_until(lock, ready_at);
+    }
+    m_held.pop_back();
+    m_last_release = std::chrono::steady_clock::now();
+    m_gate.notify_all();
 }
 
 const Task& softmax_task()

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,9 @@ struct ScriptedSettings {
     int no_code_percent = 5;         // share of replies without a code block
     int suspicious_percent = 3;      // share of kernels timed below the roofline floor
     int held_out_fail_percent = 5;   // share of kernels wrong on the held-out shapes
+    // > 0: model calls that finish out of order. Each proposal call waits until this many are
+    // waiting (or 10 s have passed), then they return newest first, 20 ms apart.
+    int release_newest_first = 0;
 };
 
 class ScriptedProvider : public Provider
@@ -41,7 +46,14 @@ protected:
     ChatResult exchange(const ChatRequest& request) override;
 
 private:
+    void wait_for_release();
+
     ScriptedSettings m_settings;
+    std::mutex m_gate_mutex;
+    std::condition_variable m_gate;
+    std::vector<uint64_t> m_held;    // arrival numbers of the held calls, oldest first
+    uint64_t m_arrivals = 0;
+    std::chrono::steady_clock::time_point m_last_release;
     std::atomic<int> m_calls{0};
     std::atomic<int> m_running{0};
     std::atomic<int> m_max_concurrent{0};

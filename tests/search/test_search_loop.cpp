@@ -4,6 +4,8 @@
 
 #include <map>
 #include <set>
+#include <thread>
+#include <atomic>
 
 #include <fmt/format.h>
 
@@ -207,6 +209,63 @@ TEST_CASE("a duplicate proposal is counted and never evaluated", "[search]")
             CHECK(hashes.insert(c->source_hash).second);
     }
     CHECK(archive.candidate_count() + outcome.duplicates == 40);
+}
+
+// Four model calls in flight answer with the same kernel, newest first: item 3's reply goes to the
+// evaluator, then 2's takes over its evaluation, then 1's takes over 2's, then 0's over 1's. The
+// evaluation must reach item 0, which records first; it once stopped one step short (at item 2),
+// and the search waited for item 0's screen for ever.
+TEST_CASE("identical replies that finish newest first are recorded: an evaluation taken over twice reaches the "
+          "item that records it",
+          "[search]")
+{
+    // Which pool thread reaches the model first varies, so the chain is not always three long: three
+    // runs (each a few seconds) make a stall all but certain to show, had it come back.
+    for (uint64_t seed : {5, 6, 7}) {
+        clear_interrupt();
+        TempDir dir;
+        HarnessOptions options = model_run(16, seed);
+        options.config.parallel = 4;
+        options.config.interrupt_grace_s = 1;
+        options.scripted.variants = 1;
+        options.scripted.no_code_percent = 0;
+        options.scripted.incorrect_percent = 0;
+        options.scripted.suspicious_percent = 0;
+        options.scripted.held_out_fail_percent = 0;
+        options.scripted.max_delay = std::chrono::milliseconds(0);
+        options.scripted.release_newest_first = 4;
+        // The GPU is slow beside the model's replies (20 ms apart): the first reply's screen is
+        // still running when the three earlier items have taken it over one after another.
+        options.fake.delay_of = [](const EvalJob& job) {
+            return std::chrono::milliseconds(job.source.find("KF_SPEED") != std::string::npos ? 400 : 1);
+        };
+        std::atomic<bool> done{false};
+        SearchOutcome outcome;
+        std::thread search([&] {
+            outcome = run_session(dir / "run.kforge", options);
+            done = true;
+        });
+        auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (!done && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        bool stalled = !done;
+        if (stalled)
+            request_interrupt(); // the search waits for an evaluation that never comes: end it to report
+        search.join();
+        clear_interrupt();
+        INFO("seed " << seed << ": the search stalled: " << outcome.reason_text);
+        REQUIRE_FALSE(stalled);
+        CHECK(outcome.duplicates >= 3);
+        Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
+        int proposals = 0;
+        archive.for_each_candidate([&](const Candidate& c) {
+            if (c.source.find("KF_SPEED") != std::string::npos) {
+                ++proposals;
+                CHECK(c.evaluation.verdict.is_correct());
+            }
+        });
+        CHECK(proposals == 1); // recorded once, evaluated, and every other reply is its duplicate
+    }
 }
 
 TEST_CASE("the reference and the seeds are planted in every island before any proposal", "[search]")
