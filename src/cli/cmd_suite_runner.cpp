@@ -310,7 +310,7 @@ void SuiteRunner::start_import(const SuiteProblem& problem, FileLock claim)
     try {
         active->child = ChildProcess::start(ChildSpec{m_config.kforge, args, {{"KFORGE_MPI", "off"}}, log, log});
     } catch (const Error& e) {
-        settle(problem, ProblemState::failed, e.what(), false);
+        settle(problem.id, ProblemState::failed, e.what(), false);
         return;
     }
     active->started = Clock::now();
@@ -332,22 +332,22 @@ void SuiteRunner::end_import(Active& active)
         return; // still waiting: the next run imports it again
     }
     std::string why = last_error_in_log(log, active.log_offset);
-    settle(*problem, ProblemState::failed,
+    settle(problem->id, ProblemState::failed,
            fmt::format("import {}{}", active.child.exit_description(), why.empty() ? "" : ": " + why), false);
 }
 
-void SuiteRunner::settle(const SuiteProblem& problem, ProblemState state, const std::string& reason, bool ran)
+void SuiteRunner::settle(std::string id, ProblemState state, const std::string& reason, bool ran)
 {
     m_manifest = m_folder.update([&](SuiteManifest& m) {
-        if (SuiteProblem* p = m.find(problem.id)) {
+        if (SuiteProblem* p = m.find(id)) {
             p->state = state;
             p->reason = reason;
         }
     });
-    m_settled.insert(problem.id);
+    m_settled.insert(id);
     std::string how = state == ProblemState::finished && !ran ? std::string("finished earlier")
                                                               : std::string(problem_state_name(state));
-    report_done(problem.id, how);
+    report_done(id, how);
 }
 
 void SuiteRunner::report_done(const std::string& id, const std::string& how)

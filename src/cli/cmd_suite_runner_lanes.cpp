@@ -76,7 +76,7 @@ bool SuiteRunner::start_run_on(Lane& lane)
             ProblemState state = launch.outcome == ProblemLaunch::Outcome::finished  ? ProblemState::finished
                                  : launch.outcome == ProblemLaunch::Outcome::skipped ? ProblemState::skipped
                                                                                      : ProblemState::failed;
-            settle(problem, state, launch.reason, false);
+            settle(problem.id, state, launch.reason, false);
             continue;
         }
         std::optional<double> cap;
@@ -104,7 +104,7 @@ bool SuiteRunner::start_run_on(Lane& lane)
             p->sessions.push_back(session);
         });
         if (broke) {
-            settle(problem, ProblemState::skipped,
+            settle(problem.id, ProblemState::skipped,
                    fmt::format("less than a cent of the suite's --max-cost ${:.2f} is left for it",
                                m_manifest.settings.max_cost.value_or(0)),
                    false);

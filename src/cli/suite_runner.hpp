@@ -120,7 +120,8 @@ private:
     void start_import(const SuiteProblem& problem, FileLock claim);
     void end_import(Active& active);
     // Records an outcome decided without a child (finished, skipped or failed at planning).
-    void settle(const SuiteProblem& problem, ProblemState state, const std::string& reason, bool ran);
+    // `id` by value: it is often read from the manifest, which this replaces.
+    void settle(std::string id, ProblemState state, const std::string& reason, bool ran);
     void report_done(const std::string& id, const std::string& how);
     void save_run_record();
     double since_start() const;

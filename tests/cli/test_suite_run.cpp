@@ -351,3 +351,40 @@ TEST_CASE("suite run refuses bad flags and bad problem files before it runs or w
     CHECK(full.exit_code == 2);
     CHECK_THAT(full.err, Catch::Contains("not empty and holds no suite"));
 }
+
+// A problem whose import fails (get_inputs() returns None) is settled as failed, naming why, and the
+// suite goes on with the others. The import's end once handed settle() a problem inside the manifest
+// that settle() itself replaces: `internal error: basic_string::_M_create` and rc 4 at the first such
+// problem of a suite.
+TEST_CASE("a problem whose import fails is marked failed with the importer's reason and the suite carries on",
+          "[torch][suite][e2e]")
+{
+    TempDir dir;
+    write_text(dir / "no_inputs.py", "import torch\n"
+                                     "class Model(torch.nn.Module):\n"
+                                     "    def forward(self, x):\n"
+                                     "        return x * 2\n"
+                                     "def get_inputs():\n"
+                                     "    return None\n"
+                                     "def get_init_inputs():\n"
+                                     "    return []\n");
+    fs::path root = dir / "suite";
+    for (bool with_good : {false, true}) {
+        fs::remove_all(root);
+        std::vector<std::string> args{"suite", "run", (dir / "no_inputs.py").string()};
+        if (with_good)
+            args.push_back(bundled_task("axpy_f32"));
+        args.insert(args.end(), {"-o", root.string(), "--budget", "1", "--no-knowledge", "--progress", "lines"});
+        CommandResult run = run_kforge(args, {"KFORGE_SIMULATE_GPUS=1"});
+        INFO(run.err);
+        CHECK(run.exit_code == 1); // ran, and a problem failed (docs/suite.md's exit codes)
+        CHECK_THAT(run.err, !Catch::Contains("internal error"));
+        SuiteManifest m = *suite_manifest_now(root);
+        const SuiteProblem* bad = m.find("no_inputs");
+        REQUIRE(bad);
+        CHECK(bad->state == ProblemState::failed);
+        CHECK_THAT(bad->reason, Catch::Contains("import") && Catch::Contains("get_inputs"));
+        if (with_good)
+            CHECK(m.find("axpy_f32")->state == ProblemState::finished);
+    }
+}
