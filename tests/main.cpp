@@ -14,6 +14,7 @@
 #include "slurm_cluster.hpp"
 #include "test_support.hpp"
 #include "evaluator/worker/worker_protocol.hpp"
+#include "util/contain.hpp"
 #include "util/subprocess.hpp"
 
 #include <unistd.h>
@@ -66,6 +67,8 @@ int run_fake_gpu_worker()
 
 int main(int argc, char** argv)
 {
+    if (auto keeper = kforge::run_keeper_if_asked(argc, argv)) // programs the tests run contained
+        return *keeper;
     if (argc == 3 && std::string(argv[1]) == "__worker" && std::string(argv[2]) == "gpu")
         return run_fake_gpu_worker();
     if (argc == 2 && std::string(argv[1]) == "--kforge-test-echo-child")

@@ -298,4 +298,27 @@ std::string slurp_file(const std::filesystem::path& path)
     return text.str();
 }
 
+bool process_alive(int pid)
+{
+    if (::kill(pid, 0) != 0)
+        return false;
+    std::string stat = slurp_file("/proc/" + std::to_string(pid) + "/stat");
+    std::size_t after_name = stat.rfind(')');
+    if (after_name == std::string::npos || after_name + 2 >= stat.size())
+        return true; // no /proc to ask: kill() said it exists
+    char state = stat[after_name + 2];
+    return state != 'Z' && state != 'X';
+}
+
+bool wait_process_gone(int pid, std::chrono::milliseconds limit)
+{
+    auto give_up = std::chrono::steady_clock::now() + limit;
+    while (process_alive(pid)) {
+        if (std::chrono::steady_clock::now() >= give_up)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
+
 } // namespace kforge::test

@@ -13,6 +13,13 @@ namespace kforge::test {
 // The whole contents of a file (empty when it cannot be read).
 std::string slurp_file(const std::filesystem::path& path);
 
+// Whether a process still runs. A killed process whose parent died stays a zombie until whatever
+// adopted it reaps it, and in a container whose first process reaps nothing that is forever; a
+// zombie has ended, so only its /proc state can tell (kill(pid, 0) succeeds on it).
+bool process_alive(int pid);
+// Waits up to `limit` for `pid` to be gone; true when it is.
+bool wait_process_gone(int pid, std::chrono::milliseconds limit);
+
 // "" when a CUDA device is usable here; otherwise why not. Probed in a child process so the test
 // process itself never initialises CUDA.
 std::string gpu_unavailable_reason();

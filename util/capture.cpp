@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <fcntl.h>
@@ -16,8 +17,10 @@
 
 #include <fmt/format.h>
 
+#include "util/contain.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
+#include "util/subprocess.hpp"
 
 extern char** environ;
 
@@ -99,8 +102,11 @@ CaptureResult run_captured(const std::string& executable, const std::vector<std:
         ::close(out_pipe[1]);
         fail_runtime("cannot create a pipe: {}", std::strerror(errno));
     }
-    std::vector<std::string> argv_storage{exe};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+    // Under a keeper (util/contain.hpp): whatever the program starts, daemons included, ends with it.
+    std::string keeper = self_executable();
+    std::vector<std::string> argv_storage{keeper};
+    for (auto& arg : keeper_args(exe, args))
+        argv_storage.push_back(std::move(arg));
     std::vector<char*> argv;
     for (auto& a : argv_storage)
         argv.push_back(a.data());
@@ -116,14 +122,13 @@ CaptureResult run_captured(const std::string& executable, const std::vector<std:
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-    // Its own process group: the time limit kills what it started too, and the terminal's Ctrl-C
-    // reaches kforge, which decides.
+    // Its own process group: the terminal's Ctrl-C reaches kforge, which decides.
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attributes, 0);
     pid_t pid = -1;
-    int rc = ::posix_spawn(&pid, exe.c_str(), &actions, &attributes, argv.data(), envp.data());
+    int rc = ::posix_spawn(&pid, keeper.c_str(), &actions, &attributes, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     ::close(out_pipe[1]);
@@ -138,21 +143,37 @@ CaptureResult run_captured(const std::string& executable, const std::vector<std:
     int fds[2] = {out_pipe[0], err_pipe[0]};
     std::string* sinks[2] = {&result.out, &result.err};
     Clock::time_point deadline = Clock::now() + limit;
-    bool killed = false;
-    auto kill_group = [&] {
-        if (!killed)
-            ::kill(-pid, SIGKILL);
-        killed = true;
+    std::optional<Clock::time_point> stopped_at; // when the keeper was asked to end the tree
+    std::optional<Clock::time_point> reaped_at;  // when the keeper had exited
+    int status = 0;
+    auto stop = [&] {
+        if (!stopped_at && !reaped_at)
+            ::kill(pid, SIGTERM);
+        stopped_at = stopped_at.value_or(Clock::now());
     };
+    // Reads until both pipes close: the program's whole tree has ended (the keeper ends what the
+    // program leaves behind). The wait is bounded whatever the tree does: a keeper that has not
+    // ended it 3 s after being asked is killed with its group, and pipes still open 1 s after the
+    // keeper exited (held by something it could not kill) are given up on.
     while (fds[0] >= 0 || fds[1] >= 0) {
-        if (!killed && Clock::now() >= deadline) {
+        if (!stopped_at && Clock::now() >= deadline) {
             result.timed_out = true;
-            kill_group();
+            stop();
         }
-        if (!killed && interrupt_requested()) {
+        if (!stopped_at && interrupt_requested()) {
             result.interrupted = true;
-            kill_group();
+            stop();
         }
+        if (!reaped_at && ::waitpid(pid, &status, WNOHANG) == pid)
+            reaped_at = Clock::now();
+        if (stopped_at && !reaped_at && Clock::now() >= *stopped_at + std::chrono::seconds(3)) {
+            ::kill(-pid, SIGKILL);
+            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            reaped_at = Clock::now();
+        }
+        if (reaped_at && Clock::now() >= *reaped_at + std::chrono::seconds(1))
+            break;
         pollfd polls[2];
         nfds_t count = 0;
         int which[2];
@@ -178,21 +199,21 @@ CaptureResult run_captured(const std::string& executable, const std::vector<std:
             sinks[i]->append(buffer, std::min(room, static_cast<size_t>(n)));
         }
     }
-    // Pipes closed: the program (or whatever held them) is done. Reap, killing a straggler that
-    // closed its outputs but keeps running past the limit.
-    int status = 0;
-    for (;;) {
+    close_fd(fds[0]);
+    close_fd(fds[1]);
+    // The pipes closed with the tree; the keeper exits right after ending it.
+    while (!reaped_at) {
         pid_t done = ::waitpid(pid, &status, WNOHANG);
         if (done == pid || (done < 0 && errno != EINTR))
             break;
-        if (Clock::now() >= deadline && !killed) {
+        if (!stopped_at && Clock::now() >= deadline) {
             result.timed_out = true;
-            kill_group();
+            stop();
         }
+        if (stopped_at && Clock::now() >= *stopped_at + std::chrono::seconds(3))
+            ::kill(-pid, SIGKILL);
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (killed)
-        ::kill(-pid, SIGKILL); // children it left in its group
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     return result;
 }

@@ -2,9 +2,12 @@
 //
 // Some of kforge's work is done by programs it runs and waits for (the PyTorch importer under the
 // user's python3). Such a program is untrusted in the ways that matter here: it may print without
-// end, never return, or spawn children of its own. run_captured() gives it a process group of its
-// own, reads stdout and stderr as they come (so a full pipe never blocks it), keeps at most
-// `max_bytes` of each, and kills the whole group at the time limit or when the user interrupts.
+// end, never return, or spawn children of its own, daemons included. run_captured() runs it under a
+// keeper (util/contain.hpp: every process it starts ends when it ends or is stopped), reads stdout
+// and stderr as they come (so a full pipe never blocks it), keeps at most `max_bytes` of each, and
+// stops the whole tree at the time limit or when the user interrupts. The wall time is bounded by
+// the limit and a few seconds, whatever the program does. The calling binary's main() must hand
+// keeper arguments to run_keeper_if_asked().
 #pragma once
 
 #include <chrono>

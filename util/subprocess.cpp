@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "util/contain.hpp"
 #include "util/error.hpp"
 
 extern char** environ;
@@ -27,18 +28,38 @@ namespace {
 constexpr int k_child_in_fd = 3;
 constexpr int k_child_out_fd = 4;
 
-bool write_all(int fd, const char* data, size_t size)
+// Writes all of `data`, waiting no later than `deadline` (if any) for room in the pipe. With a
+// deadline the descriptor is non-blocking meanwhile: a blocking write of a large frame would wait
+// for the whole of it, past any deadline, once poll() said there was room for some.
+bool write_all(int fd, const char* data, size_t size, std::optional<std::chrono::steady_clock::time_point> deadline)
 {
+    int flags = deadline ? ::fcntl(fd, F_GETFL) : -1;
+    if (flags >= 0 && !(flags & O_NONBLOCK))
+        ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    bool ok = true;
     while (size > 0) {
         ssize_t n = ::write(fd, data, size);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
-            return false;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && deadline) {
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+            pollfd p{fd, POLLOUT, 0};
+            if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30))) == 0) {
+                ok = false;
+                break;
+            }
+            continue;
+        }
+        if (n <= 0) {
+            ok = false;
+            break;
+        }
         data += n;
         size -= static_cast<size_t>(n);
     }
-    return true;
+    if (flags >= 0 && !(flags & O_NONBLOCK))
+        ::fcntl(fd, F_SETFL, flags);
+    return ok;
 }
 
 // Reads exactly `size` bytes, waiting no later than `deadline` (if any).
@@ -71,8 +92,11 @@ ReceiveStatus read_exact(int fd, char* data, size_t size,
     return ReceiveStatus::ok;
 }
 
-std::string describe_status(int status)
+// `contained`: the status is a keeper's, which passes on a signal N that ended the program as 128 + N.
+std::string describe_status(int status, bool contained = false)
 {
+    if (contained && WIFEXITED(status) && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + 65)
+        return fmt::format("killed by signal {} ({})", WEXITSTATUS(status) - 128, strsignal(WEXITSTATUS(status) - 128));
     if (WIFEXITED(status))
         return fmt::format("exited with status {}", WEXITSTATUS(status));
     if (WIFSIGNALED(status))
@@ -82,7 +106,7 @@ std::string describe_status(int status)
 
 } // namespace
 
-bool write_frame(int fd, std::string_view frame)
+bool write_frame(int fd, std::string_view frame, std::optional<std::chrono::steady_clock::time_point> deadline)
 {
     if (frame.size() > k_max_frame_bytes)
         return false;
@@ -90,8 +114,8 @@ bool write_frame(int fd, std::string_view frame)
     unsigned char header[4] = {static_cast<unsigned char>(size), static_cast<unsigned char>(size >> 8),
                                static_cast<unsigned char>(size >> 16),
                                static_cast<unsigned char>(size >> 24)};
-    return write_all(fd, reinterpret_cast<const char*>(header), 4) &&
-           write_all(fd, frame.data(), frame.size());
+    return write_all(fd, reinterpret_cast<const char*>(header), 4, deadline) &&
+           write_all(fd, frame.data(), frame.size(), deadline);
 }
 
 ReceiveStatus read_frame(int fd, std::string& frame,
@@ -143,6 +167,12 @@ Subprocess Subprocess::spawn(const SpawnSpec& spec)
     std::string exe = spec.executable.empty() ? self_executable() : spec.executable;
     std::vector<std::string> argv_storage{exe};
     argv_storage.insert(argv_storage.end(), spec.args.begin(), spec.args.end());
+    if (spec.contained) {
+        std::vector<std::string> kept = keeper_args(exe, spec.args);
+        exe = self_executable();
+        argv_storage = {exe};
+        argv_storage.insert(argv_storage.end(), kept.begin(), kept.end());
+    }
     std::vector<char*> argv;
     for (auto& a : argv_storage)
         argv.push_back(a.data());
@@ -187,13 +217,15 @@ Subprocess Subprocess::spawn(const SpawnSpec& spec)
     }
     Subprocess child;
     child.m_pid = pid;
+    child.m_contained = spec.contained;
     child.m_to_child = request[1];
     child.m_from_child = reply[0];
     return child;
 }
 
 Subprocess::Subprocess(Subprocess&& other) noexcept
-    : m_pid(std::exchange(other.m_pid, -1)), m_to_child(std::exchange(other.m_to_child, -1)),
+    : m_pid(std::exchange(other.m_pid, -1)), m_contained(other.m_contained),
+      m_to_child(std::exchange(other.m_to_child, -1)),
       m_from_child(std::exchange(other.m_from_child, -1)),
       m_exit_description(std::move(other.m_exit_description))
 {
@@ -204,6 +236,7 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept
     if (this != &other) {
         kill();
         m_pid = std::exchange(other.m_pid, -1);
+        m_contained = other.m_contained;
         m_to_child = std::exchange(other.m_to_child, -1);
         m_from_child = std::exchange(other.m_from_child, -1);
         m_exit_description = std::move(other.m_exit_description);
@@ -213,7 +246,7 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept
 
 Subprocess::~Subprocess() { kill(); }
 
-bool Subprocess::send(std::string_view frame)
+bool Subprocess::send(std::string_view frame, std::optional<std::chrono::milliseconds> timeout)
 {
     if (m_to_child < 0)
         return false;
@@ -223,7 +256,10 @@ bool Subprocess::send(std::string_view frame)
         return true;
     }();
     (void)ignore_sigpipe;
-    return write_frame(m_to_child, frame);
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    if (timeout)
+        deadline = std::chrono::steady_clock::now() + *timeout;
+    return write_frame(m_to_child, frame, deadline);
 }
 
 ReceiveStatus Subprocess::receive(std::string& frame, std::chrono::milliseconds timeout)
@@ -259,7 +295,7 @@ void Subprocess::reap(bool block)
         r = ::waitpid(m_pid, &status, block ? 0 : WNOHANG);
     } while (r < 0 && errno == EINTR);
     if (r == m_pid) {
-        m_exit_description = describe_status(status);
+        m_exit_description = describe_status(status, m_contained);
         m_pid = -1;
         close_fds();
     }
@@ -276,6 +312,11 @@ void Subprocess::close_fds()
 
 void Subprocess::kill()
 {
+    if (m_pid > 0 && m_contained) {
+        int status = stop_keeper(m_pid, std::chrono::seconds(2));
+        m_exit_description = status < 0 ? "gone" : "killed, with every process it had started";
+        m_pid = -1;
+    }
     if (m_pid > 0) {
         ::kill(m_pid, SIGKILL);
         reap(true);

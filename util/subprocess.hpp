@@ -29,6 +29,9 @@ struct SpawnSpec {
     std::vector<std::string> args;          // argv[1..]
     std::vector<std::pair<std::string, std::string>> env; // set (or override) in the child
     bool stderr_to_null = false;            // otherwise the child shares our stderr
+    // Runs it under a keeper (util/contain.hpp), for programs that run code someone handed us:
+    // whatever it starts, daemons included, ends when it ends or is killed.
+    bool contained = false;
 };
 
 enum class ReceiveStatus { ok, timeout, closed, corrupt };
@@ -50,15 +53,18 @@ public:
     bool running() const { return m_pid > 0; }
     pid_t pid() const { return m_pid; }
 
-    // Sends one frame; false when the child has gone (broken pipe).
-    bool send(std::string_view frame);
+    // Sends one frame; false when the child has gone (broken pipe) or, given a `timeout`, when it
+    // has not taken the whole frame by then (a child that stopped reading: kill it, since the
+    // stream is now broken). Without one it waits as long as the child does not read.
+    bool send(std::string_view frame, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
     // Waits up to `timeout` for one whole frame.
     ReceiveStatus receive(std::string& frame, std::chrono::milliseconds timeout);
     // Waits up to `timeout` until the child has written something (or closed its end); reads
     // nothing. True when receive() would not wait for the first byte.
     bool wait_readable(std::chrono::milliseconds timeout) const;
 
-    // SIGKILL, then reap. Safe to call on a finished child.
+    // SIGKILL, then reap (a contained child's keeper gets SIGTERM first and up to 2 s to end the
+    // program's tree). Safe to call on a finished child.
     void kill();
     // Closes our end of the request pipe (the child sees EOF) and waits up to `grace` for it to
     // exit before killing it.
@@ -72,6 +78,7 @@ private:
     void close_fds();
 
     pid_t m_pid = -1;
+    bool m_contained = false;
     int m_to_child = -1;
     int m_from_child = -1;
     std::string m_exit_description;
@@ -93,7 +100,8 @@ private:
 };
 
 // Low-level frame I/O on file descriptors, shared by both sides and by tests.
-bool write_frame(int fd, std::string_view frame);
+bool write_frame(int fd, std::string_view frame,
+                 std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 ReceiveStatus read_frame(int fd, std::string& frame, std::optional<std::chrono::steady_clock::time_point> deadline);
 
 // The absolute path of the running executable (/proc/self/exe).

@@ -11,13 +11,6 @@
 namespace kforge {
 namespace {
 
-// Building a model and computing a big shape's outputs in fp64 takes seconds, rarely minutes; a
-// program that takes longer is treated as hung.
-constexpr auto k_prepare_limit = std::chrono::minutes(5);
-constexpr auto k_setup_limit = std::chrono::minutes(3);
-// torch.compile of one shape can take minutes (the process limits each compile itself).
-constexpr auto k_time_limit = std::chrono::minutes(15);
-
 // The program's size variables at `shape`: its free symbols only. A shape also holds the derived
 // symbols of the spec (`out_d2 = height - 2`), which are no module variables of the program, and the
 // reference process refuses sizes that are not exactly the setup's symbols.
@@ -98,7 +91,10 @@ Json torch_setup_request(const Task& task, const std::string& device)
                 {"device", device}};
 }
 
-TorchReference::TorchReference(const Task& task, std::string device) : m_task(task), m_device(std::move(device)) {}
+TorchReference::TorchReference(const Task& task, std::string device, TorchLimits limits)
+    : m_task(task), m_device(std::move(device)), m_limits(limits)
+{
+}
 
 TorchReference::~TorchReference() { m_process.finish(std::chrono::seconds(5)); }
 
@@ -113,6 +109,7 @@ void TorchReference::start()
     spec.executable = python.executable;
     spec.args = {"-m", "kforge_torch.reference"};
     spec.env = python.env();
+    spec.contained = true; // the program is code someone handed us: what it starts ends with it
     m_process = Subprocess::spawn(spec);
     Json request = torch_setup_request(m_task, m_device);
     std::string frame = request.dump();
@@ -120,11 +117,13 @@ void TorchReference::start()
         fail_runtime("the PyTorch reference process ({}) exited at once: {}", python.executable,
                      m_process.exit_description());
     std::string reply_text;
-    ReceiveStatus status = m_process.receive(reply_text, k_setup_limit);
+    ReceiveStatus status = m_process.receive(reply_text, m_limits.setup);
     if (status != ReceiveStatus::ok) {
         m_process.kill();
         fail_runtime("the PyTorch reference process did not set up ({}): {}",
-                     status == ReceiveStatus::timeout ? "no reply within 3 minutes" : "it stopped",
+                     status == ReceiveStatus::timeout
+                         ? fmt::format("no reply within {:.0f} s", m_limits.setup.count() / 1000.0)
+                         : "it stopped",
                      m_process.exit_description());
     }
     Json reply = Json::parse(reply_text, nullptr, false);
@@ -184,7 +183,7 @@ Json TorchReference::prepare(const Shape& shape, uint64_t input_seed, ProgramOut
                  {"param_seed", param_seed(input_seed)},
                  {"what", outputs_name(outputs)},
                  {"buffers", locations}};
-    return call(request, k_prepare_limit);
+    return call(request, m_limits.prepare);
 }
 
 std::vector<ProgramTiming> TorchReference::time(const Shape& shape, uint64_t input_seed, bool compile,
@@ -201,7 +200,7 @@ std::vector<ProgramTiming> TorchReference::time(const Shape& shape, uint64_t inp
                  {"max_samples", 400},
                  {"target_seconds", 0.5},
                  {"compile_limit_seconds", 300}};
-    Json reply = call(request, k_time_limit);
+    Json reply = call(request, m_limits.time);
     std::vector<ProgramTiming> out;
     for (const auto& mode : modes)
         out.push_back(timing_from_json(mode.get<std::string>(), reply.value(mode.get<std::string>(), Json())));
@@ -216,7 +215,7 @@ std::string TorchReference::warm_compile(const Shape& shape, uint64_t input_seed
                  {"param_seed", param_seed(input_seed)},
                  {"limit_seconds", 300}};
     try {
-        Json reply = call(request, k_time_limit);
+        Json reply = call(request, m_limits.time);
         if (reply.value("warmed", false)) {
             log_debug("torch.compile warmed ahead on {} in {:.1f} s", shape.label, reply.value("seconds", 0.0));
             return "";

@@ -54,11 +54,21 @@ struct ProgramTiming {
     std::string method;          // "cuda events, L2 flushed by reading"
 };
 
+// How long the process may take to answer each kind of request before it counts as hung: it is
+// then killed with everything it started (it runs under a keeper, util/contain.hpp) and the call
+// throws. Building a model and computing a big shape's outputs in fp64 takes seconds, rarely
+// minutes; torch.compile of one shape can take minutes (the process also limits each compile).
+struct TorchLimits {
+    std::chrono::milliseconds setup{std::chrono::minutes(3)};
+    std::chrono::milliseconds prepare{std::chrono::minutes(5)};
+    std::chrono::milliseconds time{std::chrono::minutes(15)};
+};
+
 class TorchReference
 {
 public:
     // `device` is "cuda" for the worker's GPU, "cpu" for tests without one.
-    TorchReference(const Task& task, std::string device);
+    TorchReference(const Task& task, std::string device, TorchLimits limits = {});
     ~TorchReference();
     TorchReference(const TorchReference&) = delete;
     TorchReference& operator=(const TorchReference&) = delete;
@@ -99,6 +109,7 @@ private:
 
     const Task& m_task;
     std::string m_device;
+    TorchLimits m_limits;
     Subprocess m_process;
     Json m_setup = Json::object();
 };

@@ -51,6 +51,11 @@ def main(argv=None):
     except ProblemError as e:
         print(json.dumps({"error": str(e)}), file=stdout)
         return 1
+    except (SystemExit, KeyboardInterrupt) as e:  # the program's own, not an Exception
+        what = f"sys.exit({e.code!r})" if isinstance(e, SystemExit) else "KeyboardInterrupt"
+        print(json.dumps({"error": f"{args.problem}: the program raised {what} while it was imported and run"}),
+              file=stdout)
+        return 1
     print(json.dumps(_json_safe(facts)), file=stdout)
     return 0
 

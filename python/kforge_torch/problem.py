@@ -98,6 +98,8 @@ class ProblemFile:
             self.tree = ast.parse(self.source, filename=self.path)
         except SyntaxError as e:
             raise ProblemError(f"{os.path.basename(self.path)} line {e.lineno}: SyntaxError: {e.msg}") from None
+        except ValueError as e:  # before Python 3.12 a NUL byte is a ValueError, not a SyntaxError
+            raise ProblemError(f"{os.path.basename(self.path)}: {e}") from None
         self._code = {}  # compiled code by rebound sizes
         self.top_level_names = set()
         for node in self.tree.body:

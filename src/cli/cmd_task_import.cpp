@@ -8,6 +8,7 @@
 // (task_import.cpp), written next to the program (the program is copied beside the spec when -o
 // names another folder, so the spec's files stay inside its folder), and loaded back with the
 // ordinary task loader before the command says it succeeded.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -37,6 +38,26 @@ struct TaskImportOptions {
     std::string device = "cpu";
     bool force = false;
 };
+
+// Refuses what cannot be a Python program before python3 sees it: a missing path, a folder, a
+// device or FIFO (reading /dev/zero never ends), a file over the source size bound, a NUL byte
+// (Python refuses the file with a traceback of its own).
+void check_program_file(const fs::path& problem, const std::string& given)
+{
+    std::error_code ec;
+    fs::file_status status = fs::status(problem, ec);
+    if (!fs::exists(status))
+        fail_input("{}: no such file", given);
+    if (fs::is_directory(status))
+        fail_input("{}: a folder, not a program file (name a .py file; `kforge suite run` takes folders)", given);
+    if (!fs::is_regular_file(status))
+        fail_input("{}: not a regular file (a device, a FIFO or a socket): name a .py file", given);
+    std::string text = read_file(problem, k_max_read_bytes, "PyTorch program");
+    if (size_t nul = text.find('\0'); nul != std::string::npos) {
+        size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
+        fail_input("{}: line {} holds a NUL byte (offset {}): a Python program is text", given, line, nul);
+    }
+}
 
 // The importer's JSON, or a bad-input error with what it said.
 Json run_importer(const TaskImportOptions& options, const fs::path& problem)
@@ -68,10 +89,15 @@ Json run_importer(const TaskImportOptions& options, const fs::path& problem)
                                       : "");
     }
     if (run.exit_code != 0 || !facts.is_object()) {
+        // The importer reports every exception the program raises; ending without a report means
+        // something went around Python: os._exit(), a signal, a crash in native code, memory
+        // exhausted. The importer alone does none of those, so the program is the one to name.
         std::string err = trim(run.err);
         if (err.size() > 2000)
             err = "..." + err.substr(err.size() - 2000);
-        fail_runtime("the importer {} without a result{}", run.describe(limit), err.empty() ? "" : ":\n" + err);
+        fail_input("{}: the program ended the importer before it could report ({}: os._exit(), a signal, a crash in "
+                   "native code or memory running out){}",
+                   problem.string(), run.describe(limit), err.empty() ? "" : "; it printed:\n" + err);
     }
     return facts;
 }
@@ -98,8 +124,7 @@ int run_task_import(const TaskImportOptions& options)
 {
     fs::path problem = fs::absolute(options.problem);
     std::error_code ec;
-    if (!fs::is_regular_file(problem, ec))
-        fail_input("{}: no such file", options.problem);
+    check_program_file(problem, options.problem);
     if (options.time_limit_s <= 0)
         fail(ErrorKind::usage, "--time-limit: expected a number of seconds above 0");
     fs::path spec = options.output.empty() ? problem.parent_path() / (problem.stem().string() + ".json")

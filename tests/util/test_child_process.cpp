@@ -36,21 +36,6 @@ bool wait_for_child_end(ChildProcess& child, std::chrono::seconds limit)
     return false;
 }
 
-// Whether a process still runs. A killed process whose parent died stays a zombie until whatever
-// adopted it reaps it, and in a container whose first process reaps nothing that is forever; a
-// zombie has ended, so only its /proc state can tell (kill(pid, 0) succeeds on it).
-bool child_test_alive(int pid)
-{
-    if (::kill(pid, 0) != 0)
-        return false;
-    std::string stat = slurp_file("/proc/" + std::to_string(pid) + "/stat");
-    std::size_t after_name = stat.rfind(')');
-    if (after_name == std::string::npos || after_name + 2 >= stat.size())
-        return true; // no /proc to ask: kill() said it exists
-    char state = stat[after_name + 2];
-    return state != 'Z' && state != 'X';
-}
-
 } // namespace
 
 TEST_CASE("a supervised child writes to its files, sees its environment, and reports its exit status",
@@ -85,14 +70,14 @@ TEST_CASE("killing a supervised child ends every process of its group, and signa
     }
     REQUIRE_FALSE(trim(pid_text).empty());
     int grandchild = std::stoi(trim(pid_text));
-    CHECK(child_test_alive(grandchild));
+    CHECK(process_alive(grandchild));
     CHECK(child.running());
     child.kill();
     CHECK_FALSE(child.running());
     CHECK(child.exit_code() == 128 + SIGKILL);
     bool gone = false;
     for (int i = 0; i < 100 && !gone; ++i) {
-        gone = !child_test_alive(grandchild);
+        gone = !process_alive(grandchild);
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     CHECK(gone);
@@ -104,7 +89,7 @@ TEST_CASE("killing a supervised child ends every process of its group, and signa
         ::_exit(0);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     CHECK(::kill(zombie, 0) == 0);
-    CHECK_FALSE(child_test_alive(zombie));
+    CHECK_FALSE(process_alive(zombie));
     ::waitpid(zombie, nullptr, 0);
 
     ChildProcess trapping = start_child_shell("trap 'echo stopping; exit 7' INT; while :; do sleep 0.05; done",

@@ -30,6 +30,7 @@
 #include "core/source.hpp"
 #include "emu_runtime.hpp"
 #include "torch_data.hpp"
+#include "util/contain.hpp"
 #include "util/text.hpp"
 
 using namespace kforge;
@@ -311,6 +312,8 @@ std::string summary_verdict(const FileOutcome& f, std::string& message)
 
 int main(int argc, char** argv)
 try {
+    if (auto keeper = kforge::run_keeper_if_asked(argc, argv)) // the PyTorch reference runs contained
+        return *keeper;
     Options options = parse_options(argc, argv);
     std::filesystem::create_directories(cache_dir());
     Task task = load_task(options.task_path);

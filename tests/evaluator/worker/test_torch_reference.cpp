@@ -168,3 +168,57 @@ TEST_CASE("the reference process is sent the program's size variables only, not 
     REQUIRE(out.size() == 2u * 16 * 3 * 5);
     CHECK(std::any_of(out.begin(), out.end(), [](float v) { return v != 0.0f; })); // written
 }
+
+// A program whose forward never returns, after starting a daemon of its own (a new session, so it
+// leaves the process group): the call ends at its limit with an error naming the hang, and the
+// process and everything it started are gone (it runs under a keeper, util/contain.hpp). Without
+// the keeper the daemon outlived the worker, and a killed worker left the reference process too.
+TEST_CASE("a reference process that hangs is killed at its limit with every process it started",
+          "[torch][evaluator]")
+{
+    test::TempDir dir;
+    std::filesystem::copy(test::fixtures_dir() / "torch" / "scale_rows", dir / "task");
+    std::string pids = (dir / "pids.txt").string();
+    test::write_text(dir / "task" / "problem.py",
+               "import os, subprocess, time\n"
+               "import torch\n"
+               "import torch.nn as nn\n"
+               "rows = 1000\n"
+               "width = 8\n"
+               "class Model(nn.Module):\n"
+               "    def __init__(self, width):\n"
+               "        super().__init__()\n"
+               "        self.scale = nn.Parameter(torch.randn(width))\n"
+               "    def forward(self, x):\n"
+               "        daemon = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+               "        with open('" + pids + "', 'w') as f:\n"
+               "            f.write(f'{os.getpid()} {daemon.pid}\\n')\n"
+               "        time.sleep(3600)\n"
+               "        return x * self.scale\n"
+               "def get_inputs():\n"
+               "    return [torch.randn(rows, width)]\n"
+               "def get_init_inputs():\n"
+               "    return [width]\n");
+    Task task = load_task(dir / "task" / "spec.json");
+    TorchLimits limits;
+    limits.prepare = std::chrono::seconds(3);
+    TorchReference reference(task, "cpu", limits);
+    const Shape& shape = task.tests.at(0);
+    FileBuffers buffers;
+    buffers.add("x", 5 * 8 * 4);
+    buffers.add("scale", 8 * 4);
+    buffers.add("out", 5 * 8 * 4);
+    auto begin = std::chrono::steady_clock::now();
+    try {
+        reference.prepare(shape, 7, ProgramOutputs::expected, buffers.locations);
+        FAIL("a program that never returns was prepared");
+    } catch (const Error& e) {
+        CHECK_THAT(std::string(e.what()), Catch::Contains("gave no reply within 3 s during 'prepare'"));
+    }
+    CHECK(std::chrono::steady_clock::now() - begin < std::chrono::seconds(15));
+    std::vector<std::string> started = split(trim(read_file(pids)), ' ');
+    REQUIRE(started.size() == 2);
+    int python = std::stoi(started[0]), daemon = std::stoi(started[1]);
+    CHECK(test::wait_process_gone(python, std::chrono::seconds(5)));
+    CHECK(test::wait_process_gone(daemon, std::chrono::seconds(5)));
+}
