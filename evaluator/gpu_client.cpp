@@ -55,7 +55,7 @@ ReceiveStatus GpuWorkerClient::receive_reply(Json& reply, std::chrono::milliseco
 
 bool GpuWorkerClient::run_setup(std::string& problem)
 {
-    m_process.send(encode_message(*m_setup));
+    m_process.send(encode_message(*m_setup), m_setup_deadline);
     Json reply;
     bool waited_too_long = false;
     ReceiveStatus status = receive_reply(reply, m_setup_deadline, waited_too_long);
@@ -104,10 +104,16 @@ WorkerReply GpuWorkerClient::request(const Json& message, std::chrono::milliseco
         reply.failure_message = problem;
         return reply;
     }
-    if (!m_process.send(encode_message(message))) {
+    // The deadline covers handing the request over too: a worker that stopped reading (stuck in
+    // the driver, say) leaves a frame bigger than the pipe's buffer (a CUBIN) unsent for ever.
+    auto sent_by = std::chrono::steady_clock::now() + deadline;
+    if (!m_process.send(encode_message(message), deadline)) {
+        bool stuck = m_process.running() && std::chrono::steady_clock::now() >= sent_by;
         m_process.kill();
-        reply.failure = WorkerFailure::crashed;
-        reply.failure_message = "the GPU worker had exited: " + m_process.exit_description();
+        reply.failure = stuck ? WorkerFailure::timed_out : WorkerFailure::crashed;
+        reply.failure_message = stuck ? fmt::format("the GPU worker took no request within {:.0f} s and was killed",
+                                                    deadline.count() / 1000.0)
+                                      : "the GPU worker had exited: " + m_process.exit_description();
         return reply;
     }
     bool waited_too_long = false;

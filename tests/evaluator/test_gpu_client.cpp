@@ -3,6 +3,11 @@
 // worker (the test binary itself, see tests/main.cpp).
 #include "kf_catch.hpp"
 
+#include <csignal>
+#include <future>
+
+#include <signal.h>
+
 #include "evaluator/gpu_client.hpp"
 #include "util/subprocess.hpp"
 
@@ -64,4 +69,34 @@ TEST_CASE("a setup request is replayed to every new worker", "[evaluator][worker
     WorkerReply after = client.request(Json{{"op", "ping"}}, std::chrono::seconds(10));
     REQUIRE(after.failure == WorkerFailure::none);
     CHECK(after.body.at("served") == 2); // the replayed setup was the new worker's first request
+}
+
+// A worker that stopped reading (stuck in the driver between requests; here stopped with SIGSTOP)
+// cannot take a request bigger than the pipe's buffer, as a CUBIN is: the deadline covers the send
+// too, so the request fails in time and the next one gets a fresh worker. The send once waited for
+// the worker for ever.
+TEST_CASE("a request to a worker that stopped reading times out within its deadline and the worker is replaced",
+          "[evaluator][worker]")
+{
+    GpuWorkerClient client(self_executable(), "");
+    WorkerReply first = client.request(Json{{"op", "ping"}}, std::chrono::seconds(10));
+    REQUIRE(first.failure == WorkerFailure::none);
+    int stuck_pid = first.body.at("pid");
+    REQUIRE(::kill(stuck_pid, SIGSTOP) == 0);
+    Json big{{"op", "ping"}, {"cubin", std::string(size_t{4} << 20, 'x')}};
+    auto begin = std::chrono::steady_clock::now();
+    auto sending = std::async(std::launch::async, [&] { return client.request(big, std::chrono::milliseconds(500)); });
+    if (sending.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+        ::kill(stuck_pid, SIGKILL); // unblocks the send, so the test can report
+        sending.wait();
+        FAIL("the request waited for a worker that does not read, past its deadline");
+    }
+    WorkerReply stuck = sending.get();
+    CHECK(stuck.failure == WorkerFailure::timed_out);
+    CHECK_THAT(stuck.failure_message, Catch::Contains("took no request within"));
+    CHECK(std::chrono::steady_clock::now() - begin < std::chrono::seconds(5));
+    WorkerReply fresh = client.request(Json{{"op", "ping"}}, std::chrono::seconds(10));
+    REQUIRE(fresh.failure == WorkerFailure::none);
+    CHECK(fresh.body.at("pid") != stuck_pid);
+    CHECK(::kill(stuck_pid, 0) != 0); // the stopped worker was killed and reaped
 }
