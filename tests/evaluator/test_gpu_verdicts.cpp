@@ -73,6 +73,10 @@ TEST_CASE("a kernel evaluated again is answered from the memo; a held-out check 
     EvaluatorConfig config;
     config.worker_executable = test::kforge_binary().string();
     config.run_secret = 0x5eed;
+    // One GPU: a fitness is a time over the baseline of the GPU that evaluated the job, and with
+    // several GPUs the reused job may land on another GPU, whose baseline differs by its noise
+    // while the reused time (the memo's answer, right for every GPU of the model) does not.
+    config.gpus = parse_gpu_selection("1");
     auto evaluator = make_gpu_evaluator(task, config);
     auto job = [&](uint64_t ticket, bool held_out) {
         EvalJob j;
