@@ -9,6 +9,8 @@ namespace kforge::fuzz {
 
 std::string tasks_dir() { return std::string(KFORGE_SOURCE_DIR) + "/tasks"; }
 
+std::string torch_fixtures_dir() { return std::string(KFORGE_SOURCE_DIR) + "/tests/fixtures/torch"; }
+
 const Task& softmax_task()
 {
     static const Task task = load_task(tasks_dir() + "/softmax_f32.json");

@@ -20,5 +20,7 @@ inline std::string_view as_text(const uint8_t* data, size_t size)
 const Task& softmax_task();
 // The folder of the bundled tasks (a spec's kernel files are read relative to it).
 std::string tasks_dir();
+// The folder of the PyTorch fixture programs (tests/fixtures/torch), for specs made of a program.
+std::string torch_fixtures_dir();
 
 } // namespace kforge::fuzz

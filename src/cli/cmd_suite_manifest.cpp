@@ -5,7 +5,9 @@
 #include "cli/suite_manifest.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -38,6 +40,44 @@ std::optional<std::string> read_optional_string(const JsonReader& reader, std::s
     if (!reader.has(key) || reader.at(key).json().is_null())
         return std::nullopt;
     return reader.at(key).as_string();
+}
+
+// An optional whole number in [lo, hi] (a double cast to an integer would be undefined past its
+// range: a hand-edited 1e300 must be refused, not converted).
+std::optional<int64_t> read_optional_count(const JsonReader& reader, std::string_view key, int64_t lo, int64_t hi)
+{
+    if (!reader.has(key) || reader.at(key).json().is_null())
+        return std::nullopt;
+    int64_t value = reader.at(key).as_int();
+    if (value < lo || value > hi)
+        reader.at(key).fail(fmt::format("expected a whole number from {} to {}, found {}", lo, hi, value));
+    return value;
+}
+
+// A path kforge stores for a file it writes (archives, logs, imported specs): relative to the suite
+// folder and inside it. A manifest edited to name /etc/passwd or ../../elsewhere would otherwise
+// have a run write there.
+std::string read_inside_path(const JsonReader& reader, std::string_view key)
+{
+    std::string stored = reader.at(key).as_string();
+    fs::path path(stored);
+    bool inside = !stored.empty() && path.is_relative();
+    for (const auto& part : path)
+        inside = inside && part != ".." && part != ".";
+    if (!inside)
+        reader.at(key).fail(fmt::format("expected a path inside the suite folder (relative, without '..'), found \"{}\"",
+                                        stored));
+    return stored;
+}
+
+// A problem id names files (runs/ID.kforge, logs/ID.log): a file stem of letters, digits, '_', '-'
+// and '.', not starting with '.'.
+bool valid_problem_id(const std::string& id)
+{
+    return !id.empty() && id.size() <= 255 && id[0] != '.' &&
+           std::all_of(id.begin(), id.end(), [](char c) {
+               return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+           });
 }
 
 std::vector<std::string> read_strings(const JsonReader& reader, std::string_view key)
@@ -92,10 +132,10 @@ ProblemSession ProblemSession::from_json(const JsonReader& reader)
     ProblemSession session;
     session.command = reader.get_string("command", "optimize");
     session.host = reader.get_string("host", "");
-    session.gpu = static_cast<int>(reader.get_int("gpu", -1));
+    session.gpu = static_cast<int>(read_optional_count(reader, "gpu", -1, 1 << 20).value_or(-1));
     session.started_at = reader.get_number("started_at", 0);
     session.ended_at = read_optional_number(reader, "ended_at");
-    if (auto code = read_optional_number(reader, "exit_code"))
+    if (auto code = read_optional_count(reader, "exit_code", 0, 128 + 64))
         session.exit_code = static_cast<int>(*code);
     session.exit = reader.get_string("exit", "");
     session.busy_s = reader.get_number("busy_s", 0);
@@ -127,16 +167,17 @@ SuiteProblem SuiteProblem::from_json(const JsonReader& reader)
 {
     SuiteProblem p;
     p.id = reader.at("id").as_string();
-    if (p.id.empty() || p.id.find('/') != std::string::npos)
-        reader.at("id").fail("expected a problem id without '/'");
+    if (!valid_problem_id(p.id))
+        reader.at("id").fail("expected a problem id: a file stem of letters, digits, '_', '-' and '.'");
     p.source = reader.at("source").as_string();
     std::string kind = reader.at("kind").as_string();
     if (kind != "python" && kind != "spec")
         reader.at("kind").fail(fmt::format("expected \"python\" or \"spec\", found \"{}\"", kind));
     p.kind = kind == "python" ? ProblemKind::python : ProblemKind::spec;
-    p.spec = reader.at("spec").as_string();
-    p.archive = reader.at("archive").as_string();
-    p.log = reader.at("log").as_string();
+    // A task spec given as it is may be anywhere (it is only read); what the suite writes is inside.
+    p.spec = p.kind == ProblemKind::python ? read_inside_path(reader, "spec") : reader.at("spec").as_string();
+    p.archive = read_inside_path(reader, "archive");
+    p.log = read_inside_path(reader, "log");
     std::string state = reader.at("state").as_string();
     auto known = std::find_if(std::begin(k_all_states), std::end(k_all_states),
                               [&](ProblemState s) { return problem_state_name(s) == state; });
@@ -168,13 +209,12 @@ Json SuiteSettings::to_json() const
 SuiteSettings SuiteSettings::from_json(const JsonReader& reader)
 {
     SuiteSettings s;
-    if (auto budget = read_optional_number(reader, "budget"))
-        s.budget = static_cast<int64_t>(*budget);
+    s.budget = read_optional_count(reader, "budget", 1, INT64_MAX);
     s.time = read_optional_string(reader, "time");
     s.max_cost = read_optional_number(reader, "max_cost");
     s.models = read_strings(reader, "models");
     s.optimize_args = read_strings(reader, "optimize_args");
-    if (auto parallel = read_optional_number(reader, "parallel"))
+    if (auto parallel = read_optional_count(reader, "parallel", 1, 1 << 16))
         s.parallel = static_cast<int>(*parallel);
     s.knowledge = read_optional_string(reader, "knowledge");
     s.no_knowledge = reader.get_bool("no_knowledge", false);
@@ -230,9 +270,13 @@ SuiteManifest SuiteManifest::from_json(const Json& json, const std::string& what
     if (reader.has("problems"))
         for (const auto& item : reader.at("problems").items())
             m.problems.push_back(SuiteProblem::from_json(item));
-    for (size_t i = 1; i < m.problems.size(); ++i)
-        if (m.problems[i - 1].id == m.problems[i].id)
-            reader.fail(fmt::format("problem id '{}' appears twice", m.problems[i].id));
+    // kforge writes them sorted (--shard counts in that order); a hand-edited list is sorted again.
+    std::sort(m.problems.begin(), m.problems.end(),
+              [](const SuiteProblem& a, const SuiteProblem& b) { return a.id < b.id; });
+    std::set<std::string> ids;
+    for (const auto& p : m.problems)
+        if (!ids.insert(p.id).second)
+            reader.fail(fmt::format("problem id '{}' appears twice", p.id));
     m.runs = json.value("runs", Json::array());
     return m;
 }
