@@ -46,7 +46,10 @@ std::string describe_error_body(const std::string& body);
 // Does this 400/413 body say the prompt is longer than the model's context window?
 bool is_context_length_error(const std::string& body);
 
-// `text` with every occurrence of `secret` replaced by "[redacted]" (no-op for an empty secret).
+// Keys shorter than this are placeholders (a local server's "EMPTY"), not secrets, and are not redacted.
+inline constexpr size_t k_min_redacted_secret = 8;
+// `text` with every occurrence of `secret` replaced by "[redacted]" (no-op for a key shorter than
+// k_min_redacted_secret).
 std::string redact_secret(std::string text, const std::string& secret);
 
 class HttpProvider : public Provider

@@ -217,7 +217,10 @@ bool is_context_length_error(const std::string& body)
 
 std::string redact_secret(std::string text, const std::string& secret)
 {
-    if (secret.empty())
+    // A key of a few characters is a placeholder for a local server ("EMPTY" in vLLM's docs, "x"),
+    // not a secret; replacing it everywhere corrupted the replies themselves ("max(" became
+    // "ma[redacted](" under OPENAI_API_KEY=x, and every kernel failed to parse).
+    if (secret.size() < k_min_redacted_secret)
         return text;
     return replace_all(std::move(text), secret, "[redacted]");
 }

@@ -369,3 +369,19 @@ TEST_CASE("a reply larger than the size cap is refused as bad_reply, not retried
     CHECK_THAT(result.record.error, Catch::Contains("exceeded 10000 bytes"));
     CHECK(server.request_count() == 1);
 }
+
+// OPENAI_API_KEY=x (or vLLM's "EMPTY") is a placeholder for a local server; redacting it replaced
+// every 'x' of every reply, so "max(" arrived as "ma[redacted](" and every kernel was a plan_error.
+TEST_CASE("a placeholder key of a few characters leaves the replies as they are", "[agents][net]")
+{
+    for (const std::string key : {"x", "EMPTY", "none"}) {
+        ScopedEnv env("OPENAI_API_KEY", key);
+        MockLlmServer server;
+        server.set_default(MockStep::reply("grid: max(1, ceil_div(n, 256)); EMPTY none x"));
+        auto provider = openai_at(server, fast_settings());
+        ChatResult result = provider->complete(k_request);
+        INFO(key);
+        REQUIRE(result.ok());
+        CHECK(result.record.reply == "grid: max(1, ceil_div(n, 256)); EMPTY none x");
+    }
+}
