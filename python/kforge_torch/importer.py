@@ -11,7 +11,9 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
+import traceback
 
 
 def _json_safe(value):
@@ -50,6 +52,13 @@ def main(argv=None):
             facts = import_problem(args.problem, symbols, args.device)
     except ProblemError as e:
         print(json.dumps({"error": str(e)}), file=stdout)
+        return 1
+    except Exception as e:  # not the program's own error (those are ProblemErrors): the importer's
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        print(json.dumps({"error": f"kforge's importer failed on this program ({type(e).__name__}: "
+                                   f"{str(e).strip().splitlines()[-1][:500] if str(e).strip() else ''} at "
+                                   f"{os.path.basename(where.filename)}:{where.lineno}); if the program is "
+                                   "valid PyTorch, please report it with the program"}), file=stdout)
         return 1
     except (SystemExit, KeyboardInterrupt) as e:  # the program's own, not an Exception
         what = f"sys.exit({e.code!r})" if isinstance(e, SystemExit) else "KeyboardInterrupt"

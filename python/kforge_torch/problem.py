@@ -36,6 +36,18 @@ TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float
 KNOWN_DTYPES = "f16 bf16 f32 f64 i8 u8 i16 i32 i64"
 
 
+# The process that loaded this module. A program that forks (os.fork() at import, in get_inputs, in
+# forward) leaves a copy of the importer or of the reference process running on in the child: it
+# would print a second result, or read the worker's next request, and fork again at every run of
+# the program. The copy ends as soon as the program's code hands back to kforge's.
+_OWNER_PID = os.getpid()
+
+
+def _leave_if_forked():
+    if os.getpid() != _OWNER_PID:
+        os._exit(0)
+
+
 class ProblemError(Exception):
     """The problem file is not a usable KernelBench problem; the message says why and where.
     `cause` is the program's own exception where there was one."""
@@ -137,8 +149,10 @@ class ProblemFile:
         sys.modules[module.__name__] = module  # for tools that look a class's module up (torch.compile)
         try:
             exec(code, module.__dict__)
-        except Exception as e:
+        except (Exception, SystemExit) as e:  # sys.exit() in the file is the file's failure too
             raise raised(f"running {os.path.basename(self.path)}", e, self.path) from None
+        finally:
+            _leave_if_forked()
         for name, value in sizes.items():
             if self.value_of(name, module.__dict__) != value:
                 raise ProblemError(f"rebinding {name} to {value} did not hold: the file changes it after "
@@ -306,6 +320,9 @@ class Program:
             if not isinstance(value, (torch.Tensor, numbers.Number)) or isinstance(value, complex):
                 raise ProblemError(f"get_inputs() returned a {type(value).__name__} at position {i}; forward "
                                    "inputs must be tensors or Python numbers")
+            if isinstance(value, torch.Tensor) and value.device.type not in ("cpu", torch.device(device).type):
+                raise ProblemError(f"get_inputs() returned a tensor on the {value.device} device at position {i}; "
+                                   "inputs must hold their data (made without a device, on the GPU or on the CPU)")
         return list(values)
 
     def run_forward(self, model, inputs, device):
@@ -330,8 +347,10 @@ class Program:
             return fn(*args)
         except ProblemError:
             raise
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             raise raised(what, e, self.path) from None
+        finally:
+            _leave_if_forked()
 
 
 def forward_input_names(model_class, count):

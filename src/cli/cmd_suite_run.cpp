@@ -264,6 +264,11 @@ int run_suite(const SuiteRunOptions& o)
     for (const auto& p : now->problems)
         results.push_back(read_problem_result(folder, p, epoch_now()));
     SuiteSummary summary = summarize_suite(results);
+    // A problem of this shard whose archive cannot be read (damaged, removed) has no result to give.
+    if (code == k_exit_ok)
+        for (size_t i = 0; i < results.size(); ++i)
+            if (!results[i].error.empty() && static_cast<int>(i) % config.shards == config.shard)
+                code = k_exit_negative;
     Json record = runner.run_record();
     if (o.json)
         fmt::print("{}\n", Json{{"report", suite_report_json(root.string(), results, summary)}, {"run", record}}.dump(2));

@@ -139,6 +139,33 @@ TEST_CASE("a program that ends the importer from under it, or holds a NUL byte, 
     CHECK_THAT(nul.err, !Catch::Contains("Traceback"));
 }
 
+// A program that forks at import leaves a copy of the importer running its code in the child: that
+// copy ends as soon as the program's code returns (it would print a second result and fork again
+// at each of the importer's runs of the program).
+TEST_CASE("a program that forks at import imports once, and its children are gone", "[torch][import][e2e]")
+{
+    TempDir dir;
+    fs::path pids = dir / "pids.txt";
+    write_text(dir / "forks.py", program("_child = os.fork()\nwith open('" + pids.string() +
+                                         "', 'a') as _f:\n    _f.write(f'{os.getpid()}\\n')\n"));
+    CommandResult run = run_kforge({"task", "import", (dir / "forks.py").string(), "-o", (dir / "f.json").string()});
+    INFO(run.err);
+    CHECK(run.exit_code == 0);
+    CHECK(fs::exists(dir / "f.json"));
+    check_all_gone(pids);
+}
+
+TEST_CASE("inputs on the meta device are refused naming the device", "[torch][import][e2e]")
+{
+    TempDir dir;
+    write_text(dir / "meta.py", program("", "    return [torch.empty(rows, 8, device='meta')]\n"));
+    CommandResult run = run_kforge({"task", "import", (dir / "meta.py").string(), "-o", (dir / "m.json").string()});
+    INFO(run.err);
+    CHECK(run.exit_code == 3);
+    CHECK_THAT(run.err, Catch::Contains("a tensor on the meta device at position 0"));
+    CHECK_THAT(run.err, !Catch::Contains("ended the importer"));
+}
+
 TEST_CASE("task import names what a path that is not a program file is", "[torch][import][e2e]")
 {
     TempDir dir;
