@@ -112,6 +112,15 @@ std::vector<std::string> find_missing_tables(Database& db, int version, const st
                                      missing.size() == 1 ? "is" : "are"));
 }
 
+// A run continues only from what it recorded: a writer (resume, eval --accept) refuses an archive
+// whose stored JSON does not parse before it changes anything, where a reader reads around it.
+void refuse_damaged_json(Database& db)
+{
+    std::vector<std::string> damage = find_damaged_json(db, 1);
+    if (!damage.empty())
+        throw DamagedArchive(damage.front() + "; a run cannot continue from it (`kforge inspect` shows what is left)");
+}
+
 std::string writer_of_version(Database& db, int version)
 {
     Statement query(db, "SELECT kforge_version FROM schema_version WHERE version = ?");
@@ -283,6 +292,7 @@ Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Mig
     }
     if (!missing.empty())
         fail_missing_tables(path, missing);
+    refuse_damaged_json(*db);
     WriterLock lock(path);
     configure_writer(*db);
     apply_migrations(*db, version, migrations);
@@ -305,6 +315,7 @@ Archive Archive::open_for_resume(const fs::path& path, const std::vector<Migrati
             path.string(), version, known, writer_of_version(*db, version));
     if (std::vector<std::string> missing = find_missing_tables(*db, version, migrations); !missing.empty())
         fail_missing_tables(path, missing);
+    refuse_damaged_json(*db);
     configure_reader(*db);
     Archive archive(path, OpenMode::write, std::move(lock), std::move(db), version);
     archive.m_pending = migrations;

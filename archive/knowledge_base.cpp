@@ -168,6 +168,7 @@ KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
             return KnowledgeBase(path, nullptr, 0);
         check_header(path);
         auto db = std::make_unique<Database>(path.string(), DbAccess::read_only);
+        db->set_kind("knowledge base");
         KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_knowledge_busy_timeout_ms));
         int version = identify(*db);
         if (version == 0)
@@ -182,6 +183,7 @@ KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
             fail_runtime("{}: cannot create its folder: {}", path.string(), ec.message());
     }
     auto db = std::make_unique<Database>(path.string(), DbAccess::read_write_create);
+    db->set_kind("knowledge base");
     KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_knowledge_busy_timeout_ms));
     identify(*db); // refuses a foreign database before anything is written
     {
