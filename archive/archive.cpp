@@ -10,6 +10,8 @@
 #include <cstring>
 #include <fstream>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "archive/sqlite.hpp"
@@ -112,6 +114,15 @@ std::vector<std::string> find_missing_tables(Database& db, int version, const st
                                      missing.size() == 1 ? "is" : "are"));
 }
 
+// A run continues only from what it recorded: a writer (resume, eval --accept) refuses an archive
+// whose stored JSON does not parse before it changes anything, where a reader reads around it.
+void refuse_damaged_json(Database& db)
+{
+    std::vector<std::string> damage = find_damaged_json(db, 1);
+    if (!damage.empty())
+        throw DamagedArchive(damage.front() + "; a run cannot continue from it (`kforge inspect` shows what is left)");
+}
+
 std::string writer_of_version(Database& db, int version)
 {
     Statement query(db, "SELECT kforge_version FROM schema_version WHERE version = ?");
@@ -130,6 +141,19 @@ void configure_writer(Database& db)
             "file system without shared-memory support?",
             db.path(), wal.column_text(0));
     db.execute("PRAGMA synchronous = FULL");
+}
+
+// How a reader connects: read-write where this process may write the file and its folder, kept
+// from writing by query_only. SQLite removes a WAL database's -wal and -shm files when its last
+// connection closes, but a read-only connection creates them and cannot remove them, so every
+// `inspect` of a closed archive (and the suite's reads of its runs' archives after they ended)
+// left two empty files beside it. The last connection's close checkpoints first, moving pages a
+// killed writer committed into the file, as any writer's close would: the content stays the same.
+DbAccess reader_access(const fs::path& path)
+{
+    fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    bool writable = ::access(path.c_str(), W_OK) == 0 && ::access(folder.c_str(), W_OK) == 0;
+    return writable ? DbAccess::read_write : DbAccess::read_only;
 }
 
 void configure_reader(Database& db)
@@ -256,8 +280,7 @@ Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Mig
     check_migration_list(migrations);
     check_sqlite_file(path);
     bool writing = mode == OpenMode::write;
-    auto db = std::make_unique<Database>(path.string(),
-                                         writing ? DbAccess::read_write : DbAccess::read_only);
+    auto db = std::make_unique<Database>(path.string(), writing ? DbAccess::read_write : reader_access(path));
     KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_archive_busy_timeout_ms));
     int version = identify_archive(*db);
     int known = migrations.back().version;
@@ -283,6 +306,7 @@ Archive Archive::open(const fs::path& path, OpenMode mode, const std::vector<Mig
     }
     if (!missing.empty())
         fail_missing_tables(path, missing);
+    refuse_damaged_json(*db);
     WriterLock lock(path);
     configure_writer(*db);
     apply_migrations(*db, version, migrations);
@@ -305,6 +329,7 @@ Archive Archive::open_for_resume(const fs::path& path, const std::vector<Migrati
             path.string(), version, known, writer_of_version(*db, version));
     if (std::vector<std::string> missing = find_missing_tables(*db, version, migrations); !missing.empty())
         fail_missing_tables(path, missing);
+    refuse_damaged_json(*db);
     configure_reader(*db);
     Archive archive(path, OpenMode::write, std::move(lock), std::move(db), version);
     archive.m_pending = migrations;

@@ -107,6 +107,11 @@ public:
     void atomically(const std::function<void()>& work);
     // "ok", or SQLite's list of problems (PRAGMA integrity_check).
     std::string integrity_check() const;
+    // Every stored JSON value that does not parse (a file damaged or edited by hand), each as the
+    // DamagedArchive message its reader throws ("FILE: damaged archive: candidate 24 metrics:
+    // invalid JSON ..."), at most `limit`: column by column, rows in key order. Reads every JSON
+    // column of every row, model requests included (archive/stored_json.cpp). Empty when sound.
+    std::vector<std::string> damaged_json(size_t limit) const;
 
     // --- run ---
     RunInfo run_info() const;

@@ -101,6 +101,26 @@ Candidate read_full_candidate(Database& db, const Archive& archive, const Statem
     return c;
 }
 
+// Correct candidates whose metrics say "suspicious", oldest first. Read here, not with SQLite's
+// json_extract, which fails the whole query in its own words on one malformed value; column_json
+// names the candidate and column instead (stored_json.cpp says why the SQL never parses JSON).
+std::vector<int64_t> flagged_ids(Database& db)
+{
+    Statement query(db, "SELECT id, metrics FROM candidate WHERE verdict = 'correct' ORDER BY id");
+    std::vector<int64_t> ids;
+    while (query.step()) {
+        int64_t id = query.column_int(0);
+        Json metrics = query.column_json(1, fmt::format("candidate {} metrics", id));
+        if (!metrics.is_object())
+            continue;
+        auto flag = metrics.find("suspicious");
+        // What json_extract(...) = 1 matched: true, or the number 1.
+        if (flag != metrics.end() && ((flag->is_boolean() && flag->get<bool>()) || (flag->is_number() && *flag == 1)))
+            ids.push_back(id);
+    }
+    return ids;
+}
+
 } // namespace
 
 int64_t Archive::insert_candidate(const Candidate& candidate)
@@ -206,21 +226,16 @@ std::vector<Measurement> Archive::measurements(int64_t candidate_id) const
 
 std::vector<Candidate> Archive::flagged_candidates() const
 {
-    Statement query(*m_db, fmt::format("SELECT {} FROM candidate WHERE verdict = 'correct' AND "
-                                       "json_extract(metrics, '$.suspicious') = 1 ORDER BY id",
-                                       k_candidate_columns));
     std::vector<Candidate> result;
-    while (query.step())
-        result.push_back(read_full_candidate(*m_db, *this, query));
+    for (int64_t id : flagged_ids(*m_db))
+        if (auto flagged = candidate(id))
+            result.push_back(std::move(*flagged));
     return result;
 }
 
 int64_t Archive::flagged_count() const
 {
-    Statement query(*m_db, "SELECT count(*) FROM candidate WHERE verdict = 'correct' AND "
-                           "json_extract(metrics, '$.suspicious') = 1");
-    query.step();
-    return query.column_int(0);
+    return static_cast<int64_t>(flagged_ids(*m_db).size());
 }
 
 void Archive::accept_flagged_candidate(int64_t id, double fitness, const Json& evidence,

@@ -78,6 +78,20 @@ CREATE TABLE schedule (
 );
 )sql";
 
+constexpr const char* k_insert_lesson =
+    "INSERT INTO lesson (task_name, category, tags, text, evidence, run_id, candidate_id, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_name, text) DO NOTHING";
+
+// Runs k_insert_lesson for `lesson`; false when the knowledge base holds its text for its task already.
+bool insert_lesson(Statement& insert, const Lesson& lesson, std::string_view run_id)
+{
+    insert.bind_text(lesson.task_name).bind_text(lesson.category).bind_json(Json(lesson.tags));
+    insert.bind_text(lesson.text).bind_json(lesson.evidence).bind_text(run_id);
+    insert.bind_optional_int(lesson.candidate_id).bind_real(time_or_now(lesson.created_at));
+    insert.run();
+    return sqlite3_changes(insert.database().handle()) > 0;
+}
+
 bool is_empty_file(const fs::path& path)
 {
     std::error_code ec;
@@ -154,6 +168,7 @@ KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
             return KnowledgeBase(path, nullptr, 0);
         check_header(path);
         auto db = std::make_unique<Database>(path.string(), DbAccess::read_only);
+        db->set_kind("knowledge base");
         KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_knowledge_busy_timeout_ms));
         int version = identify(*db);
         if (version == 0)
@@ -168,6 +183,7 @@ KnowledgeBase KnowledgeBase::open(const fs::path& path, KnowledgeAccess access)
             fail_runtime("{}: cannot create its folder: {}", path.string(), ec.message());
     }
     auto db = std::make_unique<Database>(path.string(), DbAccess::read_write_create);
+    db->set_kind("knowledge base");
     KF_SQLITE_CHECK(db->handle(), sqlite3_busy_timeout(db->handle(), k_knowledge_busy_timeout_ms));
     identify(*db); // refuses a foreign database before anything is written
     {
@@ -183,15 +199,35 @@ std::optional<int64_t> KnowledgeBase::add(const Lesson& lesson, std::string_view
 {
     if (!m_db)
         fail_runtime("{}: internal error: the knowledge base is open read-only", m_path.string());
-    Statement insert(*m_db, "INSERT INTO lesson (task_name, category, tags, text, evidence, run_id, candidate_id, "
-                            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_name, text) DO NOTHING");
-    insert.bind_text(lesson.task_name).bind_text(lesson.category).bind_json(Json(lesson.tags));
-    insert.bind_text(lesson.text).bind_json(lesson.evidence).bind_text(run_id);
-    insert.bind_optional_int(lesson.candidate_id).bind_real(time_or_now(lesson.created_at));
-    insert.run();
-    if (sqlite3_changes(m_db->handle()) == 0)
+    Statement insert(*m_db, k_insert_lesson);
+    if (!insert_lesson(insert, lesson, run_id))
         return std::nullopt;
     return m_db->last_insert_id();
+}
+
+LessonImport KnowledgeBase::add_lessons(const std::vector<KnowledgeLesson>& lessons, const std::function<bool()>& stop)
+{
+    if (!m_db)
+        fail_runtime("{}: internal error: the knowledge base is open read-only", m_path.string());
+    LessonImport result;
+    // IMMEDIATE: the write lock is taken (or waited for) now, not at the first insert.
+    m_db->execute("BEGIN IMMEDIATE");
+    try {
+        Statement insert(*m_db, k_insert_lesson);
+        for (const auto& item : lessons) {
+            if (stop()) {
+                m_db->execute("ROLLBACK");
+                return LessonImport{0, 0, true};
+            }
+            (insert_lesson(insert, item.lesson, item.run_id) ? result.added : result.known) += 1;
+            insert.reset();
+        }
+    } catch (...) {
+        m_db->execute("ROLLBACK");
+        throw;
+    }
+    m_db->execute("COMMIT");
+    return result;
 }
 
 std::vector<KnowledgeLesson> KnowledgeBase::lessons() const

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,13 @@ struct KnowledgeLesson {
     std::string run_id; // the run that learnt it ("" for imported lessons without one)
 };
 
+// What KnowledgeBase::add_lessons did.
+struct LessonImport {
+    size_t added = 0;     // stored
+    size_t known = 0;     // the knowledge base (or an earlier lesson of the list) held the same text for the task
+    bool stopped = false; // `stop` said so before the last lesson: nothing was stored
+};
+
 enum class KnowledgeAccess
 {
     read_only,  // never creates or writes; a missing file reads as empty
@@ -55,6 +63,10 @@ public:
     // Stores a lesson of run `run_id` in one transaction; returns its id, or nullopt when the
     // knowledge base holds the same text for the same task already. created_at 0 means now.
     std::optional<int64_t> add(const Lesson& lesson, std::string_view run_id);
+    // Stores `lessons` (each with the run that learnt it) in one transaction: every new one, or none
+    // at all when `stop` (asked before each lesson) returns true or a write fails, so an import cut
+    // short by Ctrl-C, an error or kill -9 leaves the knowledge base as it was.
+    LessonImport add_lessons(const std::vector<KnowledgeLesson>& lessons, const std::function<bool()>& stop);
     // Every lesson, oldest first (the file stays small: lessons are a few hundred bytes each).
     std::vector<KnowledgeLesson> lessons() const;
     int64_t count() const;

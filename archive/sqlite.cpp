@@ -198,7 +198,11 @@ Json Statement::column_json(int column, std::string_view what) const
 {
     if (is_null(column))
         return Json();
-    return parse_json_text(column_text(column), fmt::format("{}: {}", m_db.path(), what));
+    JsonParseFailure failure;
+    if (std::optional<Json> json = try_parse_json(column_text(column), failure))
+        return std::move(*json);
+    throw DamagedArchive(fmt::format("{}: damaged {}: {}: invalid JSON{}: {}", m_db.path(), m_db.kind(), what,
+                                     failure.path.empty() ? "" : " at " + failure.path, failure.message));
 }
 
 Transaction::Transaction(Database& db) : m_db(db)

@@ -53,6 +53,9 @@ public:
 
     sqlite3* handle() const { return m_db; }
     const std::string& path() const { return m_path; }
+    // What the file is, in messages about its damage: "archive" unless set otherwise.
+    const std::string& kind() const { return m_kind; }
+    void set_kind(std::string kind) { m_kind = std::move(kind); }
     // Runs statements that return no rows (schema, pragmas); `sql` may hold several.
     void execute(const std::string& sql);
     // The integer in the first column of the first row of a query (pragmas, counts).
@@ -62,6 +65,7 @@ public:
 private:
     sqlite3* m_db = nullptr;
     std::string m_path;
+    std::string m_kind = "archive";
 };
 
 // One prepared statement. Parameters are bound in order with the bind_* calls; step() runs it.
@@ -95,7 +99,9 @@ public:
     std::string column_text(int column) const;
     std::optional<int64_t> column_optional_int(int column) const;
     std::optional<double> column_optional_real(int column) const;
-    // Parses a JSON column; malformed text is an error naming the file and `what`.
+    // Parses a JSON column. Malformed text throws DamagedArchive (bad input) "FILE: damaged
+    // archive: WHAT: invalid JSON ...", `what` naming the row and column ("candidate 24 metrics"),
+    // so a reader can step over the damaged part and a writer refuses it.
     Json column_json(int column, std::string_view what) const;
 
     const Database& database() const { return m_db; }

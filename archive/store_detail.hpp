@@ -2,7 +2,9 @@
 // enums with errors that name the archive and the row. Internal to archive/.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "archive/sqlite.hpp"
 #include "core/candidate.hpp"
@@ -24,5 +26,7 @@ CallPurpose purpose_column(const Statement& row, int column, std::string_view wh
 // {"BLOCK": 256} -> ParamPoint; a non-integer value is an error naming the file and `what`.
 ParamPoint params_column(const Statement& row, int column, std::string_view what);
 Json params_to_json(const ParamPoint& params);
+// Archive::damaged_json on a connection (archive/stored_json.cpp), for open() before the Archive exists.
+std::vector<std::string> find_damaged_json(Database& db, size_t limit);
 
 } // namespace kforge

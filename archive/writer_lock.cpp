@@ -1,4 +1,5 @@
-// The writer lock: flock on `<archive>.lock`, holder details inside it as one line of JSON.
+// The writer lock: flock on `<archive>.lock`, holder details inside it as one line of JSON; the
+// file is removed by its holder on release.
 #include "archive/writer_lock.hpp"
 
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "util/error.hpp"
+#include "util/file_lock.hpp"
 #include "util/json_reader.hpp"
 
 #ifndef KFORGE_VERSION
@@ -57,28 +59,24 @@ std::string describe_holder(const std::string& note)
                        fmt::localtime(since), holder.value("kforge_version", std::string("?")));
 }
 
-} // namespace
-
-std::filesystem::path lock_path_of(const std::filesystem::path& archive)
+// The lock file's descriptor, locked; throws naming the holder when another process has it.
+int open_locked(const std::filesystem::path& archive, const std::filesystem::path& path)
 {
-    std::filesystem::path lock = archive;
-    lock += ".lock";
-    return lock;
-}
-
-WriterLock::WriterLock(const std::filesystem::path& archive)
-{
-    auto path = lock_path_of(archive);
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        fail_runtime("{}: cannot open the writer lock {}: {}", archive.string(), path.string(),
-                     std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    for (;;) {
+        int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            fail_runtime("{}: cannot open the writer lock {}: {}", archive.string(), path.string(),
+                         std::strerror(errno));
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            if (is_file_at(fd, path))
+                return fd;
+            ::close(fd); // its holder removed it meanwhile: the lock is the new file's
+            continue;
+        }
         int saved = errno;
         if (saved != EWOULDBLOCK) {
             ::close(fd);
-            fail_runtime("{}: cannot lock {}: {}", archive.string(), path.string(),
-                         std::strerror(saved));
+            fail_runtime("{}: cannot lock {}: {}", archive.string(), path.string(), std::strerror(saved));
         }
         // The holder writes its note right after locking; give a fresh holder a moment to do so.
         std::string holder;
@@ -94,6 +92,21 @@ WriterLock::WriterLock(const std::filesystem::path& archive)
             "(lock file {})",
             archive.string(), holder.empty() ? "holder unknown" : holder, path.string());
     }
+}
+
+} // namespace
+
+std::filesystem::path lock_path_of(const std::filesystem::path& archive)
+{
+    std::filesystem::path lock = archive;
+    lock += ".lock";
+    return lock;
+}
+
+WriterLock::WriterLock(const std::filesystem::path& archive)
+{
+    auto path = lock_path_of(archive);
+    int fd = open_locked(archive, path);
     Json note = {{"pid", ::getpid()},
                  {"host", host_name()},
                  {"since", static_cast<double>(std::time(nullptr))},
@@ -102,25 +115,26 @@ WriterLock::WriterLock(const std::filesystem::path& archive)
     if (::ftruncate(fd, 0) != 0 ||
         ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
         int saved = errno;
+        ::unlink(path.c_str()); // ours while locked; a process waiting on it opens the path again
         ::close(fd);
         fail_runtime("{}: cannot write the writer lock {}: {}", archive.string(), path.string(),
                      std::strerror(saved));
     }
     m_fd = fd;
+    m_path = path;
 }
 
 WriterLock::~WriterLock()
 {
     if (m_fd < 0)
         return;
-    // No stale note for a later reader to misread; then closing releases the flock.
-    if (::ftruncate(m_fd, 0) != 0) {
-        // Harmless: the note is only trusted while the lock is held.
-    }
+    // Removed while still locked, so nothing is left beside a closed archive; a writer that opened
+    // the file before and locks it after the close sees it is gone (open_locked) and takes the next.
+    ::unlink(m_path.c_str());
     ::close(m_fd);
 }
 
-WriterLock::WriterLock(WriterLock&& other) noexcept : m_fd(other.m_fd)
+WriterLock::WriterLock(WriterLock&& other) noexcept : m_fd(other.m_fd), m_path(std::move(other.m_path))
 {
     other.m_fd = -1;
 }
@@ -128,9 +142,12 @@ WriterLock::WriterLock(WriterLock&& other) noexcept : m_fd(other.m_fd)
 WriterLock& WriterLock::operator=(WriterLock&& other) noexcept
 {
     if (this != &other) {
-        if (m_fd >= 0)
+        if (m_fd >= 0) {
+            ::unlink(m_path.c_str());
             ::close(m_fd);
+        }
         m_fd = other.m_fd;
+        m_path = std::move(other.m_path);
         other.m_fd = -1;
     }
     return *this;

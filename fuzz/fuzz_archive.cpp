@@ -1,5 +1,5 @@
 // Fuzz target: opening a file as a run archive and reading everything inspect, report, export and
-// dataset read. The bytes become a file in a private folder; every refusal must be an Error (a
+// dataset read, and checking every stored JSON value (Archive::damaged_json). The bytes become a file in a private folder; every refusal must be an Error (a
 // damaged archive, not SQLite, not kforge's), never a crash or a hang.
 #include <unistd.h>
 
@@ -58,6 +58,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         read([&] { (void)archive.search_state("loop"); });
         read([&] { (void)archive.gpu_totals(); });
         read([&] { archive.for_each_candidate([](const Candidate&) {}); });
+        read([&] { (void)archive.flagged_candidates(); });
+        read([&] { (void)archive.flagged_count(); });
+        read([&] { (void)archive.candidate_plans(); });
+        read([&] { (void)archive.damaged_json(20); });
     } catch (const Error&) {
     }
     return 0;

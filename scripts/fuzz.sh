@@ -26,7 +26,7 @@ while getopts "t:n" option; do
     esac
 done
 shift $((OPTIND - 1))
-all_targets=(expr plan task_spec reply frame archive)
+all_targets=(expr plan task_spec reply frame archive lessons)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 

@@ -34,6 +34,14 @@ inline constexpr uint64_t k_max_spec_bytes = uint64_t{4} << 20;
 inline constexpr uint64_t k_max_source_bytes = uint64_t{1} << 20;
 // Any other file kforge reads whole (prompt templates, price tables, recorded calls, cached CUBINs).
 inline constexpr uint64_t k_max_read_bytes = uint64_t{256} << 20;
+// A lessons file (`kforge lessons --import`), read whole and parsed before anything is stored, so
+// this bounds the import's memory (the file and its lessons, about twice this). An exported lesson
+// is 1-3 KB (the analyst's text is cut at 1,000 characters), so 64 MiB holds over 20,000: a
+// thousand runs at the analyst's default of at most 20 lessons each.
+inline constexpr uint64_t k_max_lessons_file_bytes = uint64_t{64} << 20;
+// One lesson, one line of such a file. Lessons are shown in prompts, so a lesson of megabytes
+// would bloat every prompt that draws it; 64 KiB is twenty times the largest lesson a run writes.
+inline constexpr uint64_t k_max_lesson_bytes = uint64_t{64} << 10;
 
 // --- candidates, before NVRTC sees them (evaluator/compile/screen) ---
 // Preprocessing work: tokens the candidate's own macros produce while expanding, counted over

@@ -155,8 +155,14 @@ std::string read_file(const std::filesystem::path& path, uint64_t max_bytes, std
     }
     if (!S_ISREG(info.st_mode)) {
         ::close(fd);
-        fail_input("{}: cannot read {}: {}", path.string(), what,
-                   S_ISDIR(info.st_mode) ? "it is a directory" : "it is not a regular file");
+        if (S_ISDIR(info.st_mode))
+            fail_input("{}: cannot read {}: it is a directory", path.string(), what);
+        std::string_view kind = S_ISCHR(info.st_mode)    ? "a character device"
+                                : S_ISBLK(info.st_mode)  ? "a block device"
+                                : S_ISFIFO(info.st_mode) ? "a FIFO"
+                                : S_ISSOCK(info.st_mode) ? "a socket"
+                                                         : "of another kind";
+        fail_input("{}: cannot read {}: it is not a regular file ({})", path.string(), what, kind);
     }
     if (static_cast<uint64_t>(info.st_size) > max_bytes) {
         ::close(fd);

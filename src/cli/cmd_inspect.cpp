@@ -23,6 +23,7 @@ namespace {
 
 constexpr size_t k_message_chars = 100; // a failure message, shortened to its first line
 constexpr size_t k_common_messages = 3; // most common messages shown per verdict
+constexpr size_t k_damage_listed = 20;  // malformed JSON values named, at most
 
 Json run_section(const RunInfo& run)
 {
@@ -221,6 +222,10 @@ Json build_inspect_report(const Archive& archive, const InspectOptions& options)
     Json damaged = Json::array();
     for (const auto& table : archive.missing_tables())
         damaged.push_back(fmt::format("{}: damaged archive: table '{}' is missing", archive.path().string(), table));
+    // Malformed JSON anywhere, also where no section below reads: a resume refuses the archive for
+    // it, so inspect names it. A section that reads a damaged value then notes the same message.
+    for (auto& problem : archive.damaged_json(k_damage_listed))
+        damaged.push_back(std::move(problem));
     report["archive"] = archive.path().string();
     RunInfo unreadable_run;
     unreadable_run.state = "unreadable";

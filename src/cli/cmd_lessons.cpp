@@ -1,10 +1,10 @@
 // `kforge lessons`: what the analyst has learnt, from the user-level knowledge base (default) or
 // one run archive (--archive); filtered by task, category and tag; printed, exported as JSONL
 // (one `kforge.lesson/1` object per line, the format --import reads), or imported from such a file
-// into the knowledge base (how lessons move between machines). With --techniques it shows instead
-// what two-phase runs stored there: per task category, each technique's tries (tried, correct,
-// improved, mean gain, predicted against measured) and the best schedules.
-#include <fstream>
+// into the knowledge base (how lessons move between machines; all of a file's lessons or none).
+// With --techniques it shows instead what two-phase runs stored there: per task category, each
+// technique's tries (tried, correct, improved, mean gain, predicted against measured) and the best
+// schedules.
 #include <map>
 
 #include <fmt/format.h>
@@ -15,7 +15,10 @@
 #include "cli/cmd_optimize_common.hpp"
 #include "cli/table.hpp"
 #include "search/knowledge.hpp"
+#include "search/lesson_file.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
+#include "util/limits.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 
@@ -42,25 +45,20 @@ std::filesystem::path knowledge_path(const LessonsOptions& options)
     return options.knowledge_path.empty() ? default_knowledge_path() : std::filesystem::path(options.knowledge_path);
 }
 
+// All or nothing: every line is read and checked before the knowledge base is opened, and the
+// lessons go in as one transaction, so a bad line, Ctrl-C or kill -9 leaves it as it was.
 int import_lessons(const LessonsOptions& options)
 {
-    std::ifstream in(options.import_path);
-    if (!in)
-        fail_input("{}: cannot read the file", options.import_path);
+    std::vector<KnowledgeLesson> lessons = read_lessons_file(options.import_path);
     KnowledgeBase knowledge = KnowledgeBase::open(knowledge_path(options), KnowledgeAccess::read_write);
-    int added = 0, known = 0, line_number = 0;
-    std::string line;
-    while (std::getline(in, line)) {
-        ++line_number;
-        if (trim(line).empty())
-            continue;
-        std::string where = fmt::format("{}:{}", options.import_path, line_number);
-        std::string run_id;
-        Lesson lesson = lesson_from_json(parse_json_text(line, where), where, run_id);
-        (knowledge.add(lesson, run_id) ? added : known) += 1;
-    }
-    fmt::print("imported {} lesson{} into {} ({} already there)\n", added, added == 1 ? "" : "s",
-               knowledge.path().string(), known);
+    log_info("importing {} lesson{} from {} into {}", lessons.size(), lessons.size() == 1 ? "" : "s",
+             options.import_path, knowledge.path().string());
+    LessonImport done = knowledge.add_lessons(lessons, [] { return interrupt_requested(); });
+    if (done.stopped)
+        fail(ErrorKind::interrupted, "import of {} stopped at your request: nothing was imported ({} is as it was)",
+             options.import_path, knowledge.path().string());
+    fmt::print("imported {} lesson{} into {} ({} already there)\n", done.added, done.added == 1 ? "" : "s",
+               knowledge.path().string(), done.known);
     return k_exit_ok;
 }
 
@@ -183,6 +181,12 @@ void add_lessons_command(CLI::App& app, CommandSlot& slot)
     auto o = std::make_shared<LessonsOptions>();
     auto* cmd = app.add_subcommand("lessons", "list, export or import the lessons learnt by runs (the user-level "
                                               "knowledge base, or one run archive)");
+    cmd->footer(fmt::format("--import reads a regular file of at most {}, each lesson at most {}, and stores all "
+                            "its lessons in one transaction or none.\nExit codes: 0 done, 3 bad input (a file that "
+                            "is not a regular file or is too large, a malformed line), 4 runtime failure, 130 "
+                            "interrupted (an import stores nothing).",
+                            format_bytes(static_cast<double>(k_max_lessons_file_bytes)),
+                            format_bytes(static_cast<double>(k_max_lesson_bytes))));
     cmd->add_option("--task", o->filter.task, "only lessons about this task");
     cmd->add_option("--category", o->filter.category, "only lessons of this task category (memory, compute, "
                                                       "irregular)");
@@ -191,7 +195,9 @@ void add_lessons_command(CLI::App& app, CommandSlot& slot)
     cmd->add_option("--knowledge", o->knowledge_path, "knowledge base (default: $XDG_DATA_HOME/kforge/knowledge.sqlite)");
     cmd->add_flag("--json", o->json, "print the lessons as a JSON array");
     cmd->add_option("--export", o->export_path, "write the lessons to this file as JSONL");
-    cmd->add_option("--import", o->import_path, "add the lessons of this JSONL file to the knowledge base");
+    cmd->add_option("--import", o->import_path, "add the lessons of this JSONL file to the knowledge base, all or "
+                                                 "nothing: a malformed line (named by its number), Ctrl-C or a kill "
+                                                 "leaves the knowledge base as it was");
     cmd->add_flag("--techniques", o->techniques, "show the knowledge base's technique results instead: per task "
                                                  "category (--category), each technique's tries and the best "
                                                  "schedules of two-phase runs");

@@ -93,8 +93,9 @@ void add_resume_command(CLI::App& app, CommandSlot& slot)
                 "may change. Budgets count the whole run: "
                 "--budget +50 allows 50 more candidates than recorded so far.\nRefused while another process writes "
                 "the archive, and when the run's budget is used up (the message names the flag to extend it).\nExit "
-                "codes: 0 finished, 2 usage (budget used up), 3 bad input (not a kforge optimize archive), 4 runtime "
-                "failure (no GPU, archive locked, the model unreachable), 130 interrupted.");
+                "codes: 0 finished, 2 usage (budget used up), 3 bad input (not a kforge optimize archive, or a "
+                "damaged one: a missing table, a malformed JSON value, named by row and column; the file is left as "
+                "it was), 4 runtime failure (no GPU, archive locked, the model unreachable), 130 interrupted.");
     cmd->add_option("ARCHIVE", o->archive_path, "run archive (.kforge)")->required();
     add_session_options(cmd, o->session, true);
     cmd->callback([o, &slot] { slot = [o] { return run_resume(*o); }; });

@@ -77,6 +77,8 @@ bool SuiteRunner::start_run_on(Lane& lane)
                                  : launch.outcome == ProblemLaunch::Outcome::skipped ? ProblemState::skipped
                                                                                      : ProblemState::failed;
             settle(problem.id, state, launch.reason, false);
+            if (state == ProblemState::finished)
+                claim.remove_and_release(); // as end_run does, once the manifest says so
             continue;
         }
         std::optional<double> cap;
@@ -195,7 +197,13 @@ void SuiteRunner::end_run(Active& active)
             session.search_s = search;
         }
     });
-    active.claim.release(); // only now: the manifest says how it ended
+    // Only now: the manifest says how it ended. A finished problem's claim file goes with it, so
+    // a finished suite leaves nothing but archives in runs/ (util/file_lock.hpp: why removing it
+    // under the lock is safe, and why only once nobody will run the problem again).
+    if (state == ProblemState::finished)
+        active.claim.remove_and_release();
+    else
+        active.claim.release();
     if (state == ProblemState::waiting) {
         m_progress.event(fmt::format("{}: interrupted on {} after {}; `kforge suite run` resumes it", active.id,
                                      lane.label, format_elapsed(held)));

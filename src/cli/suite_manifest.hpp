@@ -12,7 +12,7 @@
 // file atomically. Readers (`suite report`) take no lock: the rename means they see a whole file.
 // A process working on a problem also holds that problem's claim (runs/<id>.claim, flock) for as
 // long as it works on it, so a problem the manifest calls running whose claim is free was left by a
-// process that died, and another one may take it over.
+// process that died, and another one may take it over. A finished problem's claim file is removed.
 //
 // Paths inside the suite folder are stored relative to it, so a suite folder can be moved or read
 // from another host; sources and specs outside it are stored absolute.

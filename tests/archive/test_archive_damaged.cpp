@@ -1,7 +1,10 @@
-// Archives copied between machines and edited by hand: a missing table is a "damaged archive"
-// (bad input) naming it, a reader still reads the rest, a loop of parents ends the lineage walk,
-// and opening a run to resume it changes nothing until the run is known to start.
+// Archives copied between machines and edited by hand: a missing table or a malformed JSON value
+// is a "damaged archive" (bad input) naming it, a reader still reads the rest, a loop of parents
+// ends the lineage walk, and opening a run to resume it changes nothing until the run is known to
+// start.
 #include "kf_catch.hpp"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -98,6 +101,35 @@ TEST_CASE("candidates that are each other's parents end the lineage walk", "[arc
         db.execute(fmt::format("UPDATE candidate SET parent_id = id WHERE id = {};", ids.incorrect));
     }
     CHECK(Archive::open(path, OpenMode::read_only).lineage(ids.incorrect).size() == 1);
+}
+
+TEST_CASE("every malformed JSON value the archive holds is listed by row and column, as its reader names it",
+          "[archive][hostile][damaged]")
+{
+    TempDir dir;
+    auto path = dir / "run.kforge";
+    SampleIds ids = build_sample_archive(path);
+    CHECK(Archive::open(path, OpenMode::read_only).damaged_json(10).empty());
+    {
+        Database db(path.string(), DbAccess::read_write);
+        for (int64_t id : {ids.best, ids.seed, ids.incorrect})
+            db.execute(fmt::format("UPDATE candidate SET descriptors = '{{' WHERE id = {};", id));
+    }
+    Archive archive = Archive::open(path, OpenMode::read_only);
+    auto found = archive.damaged_json(2);
+    REQUIRE(found.size() == 2); // at most the limit, rows in id order
+    std::vector<int64_t> damaged{ids.best, ids.seed, ids.incorrect};
+    std::sort(damaged.begin(), damaged.end());
+    CHECK_THAT(found[0], Catch::Contains(fmt::format("run.kforge: damaged archive: candidate {} descriptors: invalid "
+                                                     "JSON", damaged[0])));
+    CHECK_THAT(found[1], Catch::Contains(fmt::format("candidate {} descriptors", damaged[1])));
+    CHECK(archive.damaged_json(10).size() == 3);
+    // The reader that needs the value throws the same message, as a DamagedArchive.
+    CHECK(damaged_archive_error([&] { (void)archive.candidate(damaged[0]); }) == found[0]);
+    // A writer refuses the archive before it changes anything.
+    CHECK_THAT(damaged_archive_error([&] { Archive::open(path, OpenMode::write); }),
+               Catch::Contains(found[0]) && Catch::Contains("a run cannot continue from it"));
+    CHECK_THAT(damaged_archive_error([&] { Archive::open_for_resume(path); }), Catch::Contains(found[0]));
 }
 
 TEST_CASE("opening a run to resume it changes nothing until begin_writing, which upgrades it",
