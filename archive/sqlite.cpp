@@ -23,10 +23,11 @@ void throw_sqlite_error(sqlite3* db, int rc, const char* call, const char* file,
         if (size_t parent = source.rfind('/', slash - 1); parent != std::string_view::npos)
             source.remove_prefix(parent + 1);
     int primary = rc & 0xff;
-    ErrorKind kind = primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT ? ErrorKind::bad_input
-                                                                           : ErrorKind::runtime;
-    throw Error(kind, fmt::format("{}: SQLite error in {} (at {}:{}): {} (code {})", where, call,
-                                  source, line, message, rc));
+    if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT) // the file's fault, said first
+        throw Error(ErrorKind::bad_input, fmt::format("{}: damaged file: SQLite says \"{}\" (code {}, in {} at {}:{})",
+                                                      where, message, rc, call, source, line));
+    throw Error(ErrorKind::runtime, fmt::format("{}: SQLite error in {} (at {}:{}): {} (code {})", where, call,
+                                                source, line, message, rc));
 }
 
 Database::Database(const std::string& path, DbAccess access) : m_path(path)

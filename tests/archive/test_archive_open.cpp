@@ -77,7 +77,7 @@ TEST_CASE("opening a file that is not a kforge archive names the file and the pr
         write_text(dir / "damaged.kforge",
                    std::string("SQLite format 3\0", 16) + std::string(8192, '\x7f'));
         CHECK_THAT(open_error(dir / "damaged.kforge", mode),
-                   Catch::Contains("damaged.kforge: SQLite error") &&
+                   Catch::Contains("damaged.kforge: damaged file: SQLite says") &&
                        Catch::Contains("not a database"));
     }
     // Nothing was written beside the refused files.
