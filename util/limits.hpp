@@ -63,5 +63,8 @@ inline constexpr int64_t k_max_launches_limit = 100000; // ceiling of a task's l
 inline constexpr double k_max_budget_count = 1e9;          // --budget, --max-calls
 inline constexpr double k_max_budget_dollars = 1e9;        // --max-cost
 inline constexpr double k_max_session_seconds = 366.0 * 24 * 3600; // --time
+// `task import --time-limit`, `suite run --import-time-limit`: a day; an import runs the program's
+// constructor and a few forwards on the CPU, which take seconds to minutes.
+inline constexpr double k_max_import_seconds = 24.0 * 3600;
 
 } // namespace kforge

@@ -289,7 +289,8 @@ void add_eval_command(CLI::App& app, CommandSlot& slot)
     eval->add_option("TASK", options->task_path, "task spec (JSON); with --candidate, a run archive (.kforge)")->required();
     eval->add_option("FILE", options->file, "candidate CUDA source (.cu) with a kforge:plan block (not with --candidate)");
     auto* candidate = eval->add_option("--candidate", options->candidate_id,
-                                       "re-measure candidate ID of the run archive TASK, against the run's own task");
+                                       "re-measure candidate ID of the run archive TASK, against the run's own task")
+                          ->check(whole_number(1, INT64_MAX));
     eval->add_flag("--accept", options->accept,
                    "with --candidate and --held-out: a candidate the run flagged as faster than the roofline floor "
                    "counts from now on when the re-measurement is correct");

@@ -15,10 +15,12 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/task_import.hpp"
 #include "core/task.hpp"
 #include "util/capture.hpp"
 #include "util/error.hpp"
+#include "util/limits.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "util/torch_python.hpp"
@@ -100,8 +102,6 @@ int run_task_import(const TaskImportOptions& options)
     std::error_code ec;
     if (!fs::is_regular_file(problem, ec))
         fail_input("{}: no such file", options.problem);
-    if (options.time_limit_s <= 0)
-        fail(ErrorKind::usage, "--time-limit: expected a number of seconds above 0");
     fs::path spec = options.output.empty() ? problem.parent_path() / (problem.stem().string() + ".json")
                                            : fs::path(options.output);
     if (fs::exists(spec, ec) && !options.force)
@@ -144,7 +144,9 @@ void add_task_import_command(CLI::App& task, CommandSlot& slot)
     cmd->add_option("--name", options->name, "the task's name (default: from the file name)");
     cmd->add_option("--symbols", options->symbols,
                     "the module variables that are sizes, comma-separated (default: the ints that shape the inputs)");
-    cmd->add_option("--time-limit", options->time_limit_s, "seconds the import may take")->capture_default_str();
+    cmd->add_option("--time-limit", options->time_limit_s, "seconds the import may take")
+        ->check(real_number(0, k_max_import_seconds, true))
+        ->capture_default_str();
     cmd->add_option("--device", options->device, "where the import's checking forwards run")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();
