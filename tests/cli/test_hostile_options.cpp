@@ -1,7 +1,7 @@
 // Issue 35, second round of hostile command lines: option values that used to slip past the
 // parser (NaN and huge time limits, budgets a suite stored and its children then refused, empty
-// texts read as "not given") are usage errors (exit 2) naming the option and what it accepts, and a
-// refused `suite run` leaves its folder as it was.
+// texts read as "not given", JSON given where a file was read) are usage errors (exit 2) naming the
+// option and what it accepts, and a refused `suite run` leaves its folder as it was.
 #include "kf_catch.hpp"
 
 #include <fmt/format.h>
@@ -143,6 +143,34 @@ TEST_CASE("a refused suite run leaves an existing suite's manifest as it was", "
                   },
                   sim);
     CHECK(read_file(root / "suite.json") == manifest);
+}
+
+TEST_CASE("propose --hardware takes a JSON object inline or a file holding one, and says which it could not read",
+          "[e2e][cli][hostile]")
+{
+    TempDir dir;
+    std::string spec = bundled_spec("softmax_f32");
+    CommandResult inline_json = run_kforge({"propose", spec, "--print-prompt", "--hardware",
+                                            R"({"name": "NVIDIA H100", "memory_bandwidth_gbps": 3350})"});
+    INFO(inline_json.err);
+    CHECK(inline_json.exit_code == 0);
+    CHECK_THAT(inline_json.out, Catch::Contains("NVIDIA H100") && Catch::Contains("3350"));
+
+    write_text(dir / "gpu.json", R"({"name": "NVIDIA H200"})");
+    CommandResult file = run_kforge({"propose", spec, "--print-prompt", "--hardware", (dir / "gpu.json").string()});
+    INFO(file.err);
+    CHECK(file.exit_code == 0);
+    CHECK_THAT(file.out, Catch::Contains("NVIDIA H200"));
+
+    check_refused({
+        {{"propose", spec, "--print-prompt", "--hardware", R"({"name": )"}, "--hardware: not a valid JSON object"},
+        {{"propose", spec, "--print-prompt", "--hardware", "H100"}, "--hardware 'H100': neither a JSON object"},
+        {{"propose", spec, "--print-prompt", "--hardware", " "}, "--hardware: expected a value"},
+    });
+    write_text(dir / "list.json", "[1, 2]");
+    CommandResult list = run_kforge({"propose", spec, "--print-prompt", "--hardware", (dir / "list.json").string()});
+    CHECK(list.exit_code == 3);
+    CHECK_THAT(list.err, Catch::Contains("hardware facts must be a JSON object, found an array"));
 }
 
 } // namespace kforge::test
