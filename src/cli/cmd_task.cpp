@@ -1,10 +1,10 @@
 // `kforge task check TASK [--arch sm_90a]`: validates a task spec and the kernels it names.
 //
 // After the spec parses, the reference and every seed kernel are screened and compiled with NVRTC
-// for --arch, at every param point up to the task's limit, in a CompilePool; each kernel's
-// registers, spills and compile time are printed. Any kernel that does not compile fails the
-// check (exit 1). The GPU self-tests (the reference must pass, the built-in bad candidates must
-// fail) need a GPU; without one the command says plainly that they did not run.
+// for --arch, at every param point a search would sweep (core/param_sweep.hpp), in a CompilePool;
+// each kernel's registers, spills and compile time are printed. Any kernel that does not compile
+// fails the check (exit 1). The GPU self-tests (the reference must pass, the built-in bad
+// candidates must fail) need a GPU; without one the command says plainly that they did not run.
 #include <atomic>
 #include <cstdio>
 #include <exception>
@@ -16,6 +16,7 @@
 #include "cli/app.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/cmd_task_selftest.hpp"
+#include "core/param_sweep.hpp"
 #include "core/plan_check.hpp"
 #include "core/task.hpp"
 #include "evaluator/compile/compile.hpp"
@@ -50,10 +51,10 @@ void add_jobs(const Task& screen_task, const KernelFile& file, const std::string
     std::string name = file.path.lexically_relative(screen_task.spec_path.parent_path()).string();
     if (name.empty() || name.rfind("..", 0) == 0)
         name = file.path.filename().string();
-    size_t total = count_param_points(file.plan);
-    if (total > max_points)
-        log_info("{}: compiling the first {} of its {} param points (the task's limit)", name, max_points, total);
-    for (const auto& point : enumerate_param_points(file.plan, max_points)) {
+    ParamSweep sweep = sweep_param_points(file.plan, max_points);
+    if (sweep.sampled())
+        log_info("{}: {}", name, sweep.describe());
+    for (const auto& point : sweep.points) {
         CompileJob job;
         job.file = name;
         job.plan = &file.plan;
