@@ -18,6 +18,7 @@
 #include "cli/option_checks.hpp"
 #include "cli/task_import.hpp"
 #include "core/task.hpp"
+#include "core/task_memory.hpp"
 #include "util/capture.hpp"
 #include "util/error.hpp"
 #include "util/limits.hpp"
@@ -127,6 +128,12 @@ int run_task_import(const TaskImportOptions& options)
              task.name, seconds, task.args.size(), task.tests.size(), task.bench.size(), task.held_out.size());
     for (const auto& line : describe_facts(facts))
         log_info("  {}", line);
+    // The program's sizes are kept as written (the spec is valid); a shape no GPU can hold is said
+    // now rather than found at a search's first allocation.
+    for (const auto& shape : shapes_over_memory(task, k_largest_gpu_memory_bytes))
+        log_warn("{}; more than the largest GPU kforge knows has ({}): no GPU can run it and `kforge task check` "
+                 "refuses it; make the program's sizes smaller, or this shape's in {}",
+                 shape.describe(), format_bytes(static_cast<double>(k_largest_gpu_memory_bytes)), spec.string());
     log_info("edit {} to change any of this; `kforge task check {}` checks it on a GPU", spec.string(), spec.string());
     fmt::print("{}\n", spec.string());
     return k_exit_ok;

@@ -1,6 +1,7 @@
 // Issue 35, item 7: what kforge leaves out of a task or a sweep is said, never silent. A plan with
 // more param points than the task sweeps is swept at a stated sample (`kforge eval --compile-only`
-// prints it).
+// prints it), and a PyTorch program whose sizes no GPU can hold imports with a warning naming the
+// tensor, its shape and its bytes, then fails `kforge task check`.
 #include "kf_catch.hpp"
 
 #include <set>
@@ -75,6 +76,32 @@ TEST_CASE("eval --compile-only of a plan with more param points than the task sw
         leading.insert(params.substr(0, params.find(" G=")));
     }
     CHECK(leading != std::set<std::string>{"A=1 B=1 C=1 D=1 E=1 F=1"});
+}
+
+TEST_CASE("a program sized past any GPU imports with a warning naming the tensor, and task check refuses it",
+          "[torch][import][e2e]")
+{
+    TempDir dir;
+    fs::path spec = dir / "trillion_relu.json";
+    CommandResult imported = run_kforge({"task", "import",
+                                         (fixtures_dir() / "torch" / "oversized" / "trillion_relu.py").string(), "-o",
+                                         spec.string()});
+    INFO(imported.err);
+    REQUIRE(imported.exit_code == 0);
+    CHECK_THAT(imported.err, Catch::Contains("warning: bench shape size=1000000000000: its tensors need 7.3 TiB "
+                                             "(8000000000000 bytes): "));
+    CHECK_THAT(imported.err, Catch::Contains("x [1000000000000] f32 3.6 TiB"));
+    CHECK_THAT(imported.err, Catch::Contains("more than the largest GPU kforge knows has (268.2 GiB)"));
+    CHECK_THAT(imported.err, !Catch::Contains("warning: tests shape"));
+
+    CommandResult checked = run_kforge({"task", "check", spec.string()});
+    INFO(checked.out << checked.err);
+    CHECK(checked.exit_code == 1);
+    CHECK_THAT(checked.out, Catch::Contains("valid kforge.task/1 spec 'trillion_relu'"));
+    CHECK_THAT(checked.out, Catch::Contains("bench shape size=1000000000000: its tensors need 7.3 TiB (8000000000000 "
+                                            "bytes): x [1000000000000] f32 3.6 TiB"));
+    CHECK_THAT(checked.out, Catch::Contains("1 shape(s) need more device memory than "));
+    CHECK_THAT(checked.out, !Catch::Contains("compiling"));
 }
 
 } // namespace kforge::test
