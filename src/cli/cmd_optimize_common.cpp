@@ -105,9 +105,9 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
                     "direct: one model call per proposal (default); plan: a planner picks techniques from the task's "
                     "optimisation menu, then a coder writes the kernel; mix: a share of each (--plan-share)")
         ->check(CLI::IsMember({"direct", "plan", "mix"}));
+    // parse_strategy checks it (0 < share < 1, NaN refused), with advice a range check could not give.
     cmd->add_option("--plan-share", o.plan_share, "with --strategy mix: the share of proposals made in two phases "
-                                                  "(default 0.5)")
-        ->check(real_number(0, 1));
+                                                  "(default 0.5)");
     cmd->add_option("--plan-explore", o.plan_explore, "the share of plans pointed at a technique drawn for exploration "
                                                       "(an untried one first) rather than by its results (default 0.25)")
         ->check(real_number(0, 1));

@@ -50,7 +50,7 @@ TEST_CASE("time limits, shares and ids out of range are usage errors naming the 
         {{"task", "import", program, "--time-limit", ""}, time_limit + ", got ''"},
         {{"eval", archive, "--candidate", "-5"}, "--candidate: expected a whole number from 1 to"},
         {{"eval", archive, "--candidate", "99999999999999999999"}, "--candidate: expected a whole number from 1 to"},
-        {{"optimize", spec, "--plan-share", "nan"}, "--plan-share: expected a number from 0 and at most 1, got 'nan'"},
+        {{"optimize", spec, "--plan-share", "nan"}, "--plan-share nan: expected a share between 0 and 1 (exclusive)"},
         {{"optimize", spec, "--plan-explore", "1e400"}, "--plan-explore: expected a number from 0 and at most 1"},
         {{"optimize", spec, "--mix", "inf,0,0"}, "--mix 'inf,0,0': 'inf' is not a finite number"},
         {{"optimize", spec, "--mix", "1e308,1e308,0"}, "--mix '1e308,1e308,0': the weights' sum is not a finite number"},
