@@ -116,6 +116,8 @@ TEST_CASE("suite run refuses what its optimize children would refuse, before it 
         {with({"--parallel", "65"}), "--parallel: expected a whole number from 1 to 64, got '65'"},
         {with({"--per-gpu", "99999999999"}), "--per-gpu: expected a whole number from 1 to 16"},
         {with({"--import-jobs", "-1"}), "--import-jobs: expected a whole number from 1 to 64, got '-1'"},
+        // 0 imports at once never started one: a suite of PyTorch programs waited forever.
+        {with({"--import-jobs", "0"}), "--import-jobs: expected a whole number from 1 to 64, got '0'"},
         {with({"--import-time-limit", "inf"}), "--import-time-limit: expected a number above 0 and at most 86400"},
         {with({"--optimize-args", "--plan-explore 7"}), "--plan-explore: expected a number from 0 and at most 1"},
         {with({"--optimize-args", "--mix nan,1,1"}), "--mix 'nan,1,1'"},
