@@ -32,6 +32,7 @@ std::string render_parent(const PromptLibrary& library, const CandidateView& par
     return library.render(PromptId::section_parent, {{"source", parent.source},
                                                      {"status", describe_status(parent)},
                                                      {"message", describe_message(parent)},
+                                                     {"sweep", parent.sweep_note},
                                                      {"times", describe_times(parent.times)},
                                                      {"metrics", describe_metrics(parent.metrics)},
                                                      {"descriptors", describe_descriptors(parent.descriptors)},

@@ -21,7 +21,7 @@ const std::vector<PromptSpec>& prompt_catalog()
          {"category", "symbols", "default_plan", "forbidden", "reference_source", "program_source"}},
         {PromptId::section_hardware, "section_hardware.txt", {"facts"}, {}},
         {PromptId::section_parent, "section_parent.txt", {"source"},
-         {"status", "message", "times", "metrics", "descriptors", "note"}},
+         {"status", "message", "sweep", "times", "metrics", "descriptors", "note"}},
         {PromptId::section_inspiration, "section_inspiration.txt", {"source"},
          {"index", "status", "times", "descriptors", "note"}},
         {PromptId::section_lessons, "section_lessons.txt", {"lessons"}, {}},

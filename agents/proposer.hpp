@@ -49,6 +49,7 @@ struct CandidateView {
     Json metrics = Json::object();     // profiler metrics and compile report
     Json descriptors = Json::object(); // MAP-Elites descriptors
     std::string note;                  // what its proposer said it changed
+    std::string sweep_note;            // "" or ParamSweep::describe(): its params were sampled
 };
 
 enum class EditForm {

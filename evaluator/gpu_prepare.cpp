@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/param_sweep.hpp"
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "evaluator/compile/launch_args.hpp"
@@ -64,7 +65,7 @@ void prefetch_compiles(const Task& task, const std::string& source, bool task_co
     std::vector<std::string> kernels;
     if (plan_and_screen(task, source, task_code, plan, kernels))
         return; // its job says so when it is prepared
-    auto points = enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points));
+    auto points = sweep_param_points(plan, static_cast<size_t>(task.limits.max_param_points)).points;
     for (const auto& request : variant_requests(source, kernels, points, arches))
         pool.prefetch(request);
 }
@@ -82,10 +83,13 @@ PreparedJob prepare_job(const Task& task, EvalJob job, CompilePool& pool, const 
         return prepared;
     }
     std::vector<ParamPoint> points;
-    if (prepared.job.options.only_params)
+    if (prepared.job.options.only_params) {
         points.push_back(*prepared.job.options.only_params);
-    else
-        points = enumerate_param_points(prepared.plan, static_cast<size_t>(task.limits.max_param_points));
+    } else {
+        ParamSweep sweep = sweep_param_points(prepared.plan, static_cast<size_t>(task.limits.max_param_points));
+        prepared.param_points = sweep.to_json();
+        points = std::move(sweep.points);
+    }
     std::vector<std::future<CompileResult>> futures;
     for (auto& request : variant_requests(source, kernels, points, arches)) {
         ++compiling;

@@ -208,6 +208,9 @@ void GpuEvaluator::run_job(size_t index, PreparedJob& prepared)
 
 void GpuEvaluator::deliver(const PreparedJob& prepared, Evaluation evaluation)
 {
+    // Every way a job ends passes here, so a sampled sweep is recorded whatever the verdict.
+    if (!prepared.param_points.is_null())
+        evaluation.metrics["param_points"] = prepared.param_points;
     evaluation.eval_seconds = std::chrono::duration<double>(EvalClock::now() - prepared.started).count();
     finish(prepared.job.ticket, std::move(evaluation));
 }

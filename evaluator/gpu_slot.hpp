@@ -59,7 +59,8 @@ struct PreparedJob {
     EvalClock::time_point started;
     std::optional<Verdict> early_failure; // no_code, plan_error or compile_error before the GPU
     Plan plan;
-    std::map<std::string, std::vector<Variant>> variants; // by arch: every param point
+    std::map<std::string, std::vector<Variant>> variants; // by arch: every param point swept
+    Json param_points;           // ParamSweep::to_json(): set when the sweep is a sample
 };
 
 // The line to a GPU is gone for good; the job that was running goes back to the queue, unless

@@ -67,9 +67,17 @@ inline constexpr size_t k_max_launch_args = 128;        // arguments of one laun
 inline constexpr size_t k_max_shapes_per_list = 1024;   // shapes in each of tests, bench, held_out, stress
 inline constexpr int64_t k_max_launches_limit = 100000; // ceiling of a task's limits.max_launches
 
+// The most device memory of any one GPU kforge knows: NVIDIA's B300 (Blackwell Ultra), 288 GB of
+// HBM3e. A task shape whose tensors alone need more cannot run on any GPU (core/task_memory.hpp):
+// `task import` warns, and `task check` without a GPU refuses, above it.
+inline constexpr uint64_t k_largest_gpu_memory_bytes = uint64_t{288} * 1000 * 1000 * 1000;
+
 // --- the command line (src/cli) ---
 inline constexpr double k_max_budget_count = 1e9;          // --budget, --max-calls
 inline constexpr double k_max_budget_dollars = 1e9;        // --max-cost
 inline constexpr double k_max_session_seconds = 366.0 * 24 * 3600; // --time
+// `task import --time-limit`, `suite run --import-time-limit`: a day; an import runs the program's
+// constructor and a few forwards on the CPU, which take seconds to minutes.
+inline constexpr double k_max_import_seconds = 24.0 * 3600;
 
 } // namespace kforge

@@ -15,6 +15,7 @@
 #include "cli/eval_command.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/table.hpp"
+#include "core/param_sweep.hpp"
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "evaluator/compile/compile.hpp"
@@ -44,16 +45,18 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
         return k_exit_negative;
     };
     Plan plan;
+    ParamSweep sweep;
     std::vector<std::string> kernels;
     try {
         plan = source_plan(task, source);
         validate_plan(task, plan, find_kernel_names(source));
-        std::vector<ParamPoint> points = enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points));
+        // The points a search would sweep, sample and all.
+        sweep = sweep_param_points(plan, static_cast<size_t>(task.limits.max_param_points));
         for (const auto& shapes : {&task.tests, &task.bench, &task.held_out})
             for (const auto& shape : *shapes) {
                 if (interrupt_requested())
                     fail(ErrorKind::interrupted, "interrupted");
-                for (const auto& point : points)
+                for (const auto& point : sweep.points)
                     resolve_plan(task, plan, shape, point);
             }
     } catch (const PlanError& e) {
@@ -73,7 +76,7 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
                      {"compile", TextTable::Align::right}});
     Json variants = Json::array();
     bool all_ok = true;
-    for (const auto& point : enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points))) {
+    for (const auto& point : sweep.points) {
         if (interrupt_requested())
             fail(ErrorKind::interrupted, "interrupted");
         CompileRequest request;
@@ -110,11 +113,14 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
     }
     report["verdict"] = all_ok ? "compiled" : "compile_error";
     report["variants"] = variants;
+    report["param_points"] = sweep.to_json();
     if (options.json) {
         fmt::print("{}\n", report.dump(2));
     } else {
         fmt::print("{}: {} for {} ({} param point{}; not run: --compile-only)\n", options.file,
                    all_ok ? "compiles" : "does not compile", arch, variants.size(), variants.size() == 1 ? "" : "s");
+        if (sweep.sampled())
+            fmt::print("{}\n", sweep.describe());
         fmt::print("{}", table.render());
     }
     return all_ok ? k_exit_ok : k_exit_negative;
@@ -234,6 +240,8 @@ int print_evaluation(const Task& task, const EvalRun& run, const EvalCommandOpti
         if (evaluation.fitness)
             fmt::print("fitness (geomean speedup over the reference): {:.3f}x with {}\n", *evaluation.fitness,
                        describe_param_point(evaluation.best_params));
+        if (const Json& sweep = evaluation.metrics.value("param_points", Json()); sweep.is_object())
+            fmt::print("{}\n", sweep.value("note", ""));
         if (!table.empty())
             fmt::print("{}", table.render());
         if (!flagged.empty()) {
@@ -289,7 +297,8 @@ void add_eval_command(CLI::App& app, CommandSlot& slot)
     eval->add_option("TASK", options->task_path, "task spec (JSON); with --candidate, a run archive (.kforge)")->required();
     eval->add_option("FILE", options->file, "candidate CUDA source (.cu) with a kforge:plan block (not with --candidate)");
     auto* candidate = eval->add_option("--candidate", options->candidate_id,
-                                       "re-measure candidate ID of the run archive TASK, against the run's own task");
+                                       "re-measure candidate ID of the run archive TASK, against the run's own task")
+                          ->check(whole_number(1, INT64_MAX));
     eval->add_flag("--accept", options->accept,
                    "with --candidate and --held-out: a candidate the run flagged as faster than the roofline floor "
                    "counts from now on when the re-measurement is correct");

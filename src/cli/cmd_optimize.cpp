@@ -7,6 +7,7 @@
 // archive is the run: its run record holds the configuration, the task snapshot, the device and
 // versions; the run secret (mixed into input seeds) is drawn here, kept in the search state for
 // resume, and never printed.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -122,7 +123,62 @@ int run_optimize(const OptimizeOptions& options)
     return run_and_report(archive, task, config, session, options.session.json);
 }
 
+// Every flag of `kforge optimize` and its check, on `cmd`: the command itself and check_optimize_flags
+// register the very same options.
+void add_optimize_options(CLI::App* cmd, OptimizeOptions& o)
+{
+    cmd->add_option("TASK", o.task_path, "task spec (JSON)")->required();
+    add_session_options(cmd, o.session, false);
+    cmd->add_option("-o,--output,--archive", o.output,
+                    "the run archive (SQLite) to create; it must not exist yet (default runs/<task>-<stamp>.kforge)");
+    cmd->add_option("--seed", o.seed, "seed of every random choice (default: random; stored in the archive)")
+        ->check(unsigned_number());
+    cmd->add_option("--islands", o.islands, "islands, each with its own MAP-Elites grid (default 4)")
+        ->check(whole_number(1, 64));
+    cmd->add_option("--generation-size", o.generation_size, "candidates per island that make a generation (default 4)")
+        ->check(whole_number(1, 10000));
+    cmd->add_option("--migrate-every", o.migrate_every, "generations between ring migrations (default 2)")
+        ->check(whole_number(1, 1000000));
+    cmd->add_option("--meta-every", o.meta_every, "generations between rewrites of the weakest strategy (default 3)")
+        ->check(whole_number(1, 1000000));
+    cmd->add_option("--max-lessons", o.max_lessons, "lessons the analyst may write per run (default 20)")
+        ->check(whole_number(0, 1000000));
+    cmd->add_option("--window", o.window, "items in flight, proposing or being evaluated (default: 2 x --parallel + 2, "
+                                          "at least 4 per GPU + 2); fixes the run's choices across GPU counts")
+        ->check(whole_number(0, 1024));
+    cmd->add_option("--mix", o.mix, "parent selection weights exploit,explore,target (default 0.6,0.2,0.2)");
+    cmd->add_option("--edit-form", o.edit_form, "whole, diff (SEARCH/REPLACE) or mix (default)")
+        ->check(CLI::IsMember({"whole", "diff", "mix"}));
+    cmd->add_flag("--no-repair", o.no_repair, "no repair round for failed model-written candidates");
+    cmd->add_flag("--no-tune", o.no_tune, "no param-variation candidates after a new island best");
+    cmd->add_option("--arch", o.arch, "target arch, e.g. sm_90a (default: the GPU's)")->check(gpu_arch());
+    cmd->add_option("--compile-workers", o.compile_workers, "parallel NVRTC compiles, 1 to 1024 (default: $KFORGE_COMPILE_WORKERS, else 4 per GPU, at least 16, at "
+                    "most one per CPU this process may use)")
+        ->check(whole_number(1, static_cast<int64_t>(k_max_compile_workers)));
+    cmd->add_option("--deadline", o.deadline_s, "seconds one run of a plan may take before it is killed")
+        ->check(real_number(0, 3600, true))
+        ->capture_default_str();
+    cmd->add_flag("--no-reuse", o.no_reuse, "run every verification and timing on the GPU, even of a (kernel binary, "
+                                            "params) point measured earlier in the run (for comparisons)");
+}
+
 } // namespace
+
+void check_optimize_flags(const std::vector<std::string>& flags)
+{
+    CLI::App probe{"kforge optimize", "kforge optimize"};
+    OptimizeOptions options;
+    add_optimize_options(&probe, options);
+    std::vector<std::string> argv{"TASK"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    std::reverse(argv.begin(), argv.end()); // CLI11 takes a vector last-argument-first
+    try {
+        probe.parse(argv);
+    } catch (const CLI::ParseError& e) {
+        fail(ErrorKind::usage, "{}", e.what());
+    }
+    build_config(options);
+}
 
 void add_optimize_command(CLI::App& app, CommandSlot& slot)
 {
@@ -135,39 +191,7 @@ void add_optimize_command(CLI::App& app, CommandSlot& slot)
                 "--enable-recovery --bind-to none -n R kforge optimize ... (rank 0 searches, the other ranks serve their "
                 "hosts' GPUs), or srun --mpi=pmix.\nExit codes: 0 finished, 2 usage, 3 bad input, 4 runtime failure (no GPU, "
                 "the model unreachable), 130 interrupted.");
-    cmd->add_option("TASK", o->task_path, "task spec (JSON)")->required();
-    add_session_options(cmd, o->session, false);
-    cmd->add_option("-o,--output,--archive", o->output,
-                    "the run archive (SQLite) to create; it must not exist yet (default runs/<task>-<stamp>.kforge)");
-    cmd->add_option("--seed", o->seed, "seed of every random choice (default: random; stored in the archive)")
-        ->check(unsigned_number());
-    cmd->add_option("--islands", o->islands, "islands, each with its own MAP-Elites grid (default 4)")
-        ->check(whole_number(1, 64));
-    cmd->add_option("--generation-size", o->generation_size, "candidates per island that make a generation (default 4)")
-        ->check(whole_number(1, 10000));
-    cmd->add_option("--migrate-every", o->migrate_every, "generations between ring migrations (default 2)")
-        ->check(whole_number(1, 1000000));
-    cmd->add_option("--meta-every", o->meta_every, "generations between rewrites of the weakest strategy (default 3)")
-        ->check(whole_number(1, 1000000));
-    cmd->add_option("--max-lessons", o->max_lessons, "lessons the analyst may write per run (default 20)")
-        ->check(whole_number(0, 1000000));
-    cmd->add_option("--window", o->window, "items in flight, proposing or being evaluated (default: 2 x --parallel + 2, "
-                                           "at least 4 per GPU + 2); fixes the run's choices across GPU counts")
-        ->check(whole_number(0, 1024));
-    cmd->add_option("--mix", o->mix, "parent selection weights exploit,explore,target (default 0.6,0.2,0.2)");
-    cmd->add_option("--edit-form", o->edit_form, "whole, diff (SEARCH/REPLACE) or mix (default)")
-        ->check(CLI::IsMember({"whole", "diff", "mix"}));
-    cmd->add_flag("--no-repair", o->no_repair, "no repair round for failed model-written candidates");
-    cmd->add_flag("--no-tune", o->no_tune, "no param-variation candidates after a new island best");
-    cmd->add_option("--arch", o->arch, "target arch, e.g. sm_90a (default: the GPU's)")->check(gpu_arch());
-    cmd->add_option("--compile-workers", o->compile_workers, "parallel NVRTC compiles, 1 to 1024 (default: $KFORGE_COMPILE_WORKERS, else 4 per GPU, at least 16, at "
-                    "most one per CPU this process may use)")
-        ->check(whole_number(1, static_cast<int64_t>(k_max_compile_workers)));
-    cmd->add_option("--deadline", o->deadline_s, "seconds one run of a plan may take before it is killed")
-        ->check(real_number(0, 3600, true))
-        ->capture_default_str();
-    cmd->add_flag("--no-reuse", o->no_reuse, "run every verification and timing on the GPU, even of a (kernel binary, "
-                                             "params) point measured earlier in the run (for comparisons)");
+    add_optimize_options(cmd, *o);
     cmd->callback([o, &slot] { slot = [o] { return run_optimize(*o); }; });
 }
 

@@ -28,10 +28,13 @@ std::chrono::milliseconds to_ms(double seconds)
     return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-enum class Amount { count, dollars };
+} // namespace
 
-// "N" or, where a base exists, "+N" (N more than used so far): a whole number for a count, a
-// finite number for dollars, from 0 to the bound.
+std::filesystem::path default_knowledge_path()
+{
+    return data_dir() / "knowledge.sqlite";
+}
+
 double parse_amount(const std::string& text, const char* flag, double base, Amount kind)
 {
     std::string body = trim(text);
@@ -52,11 +55,9 @@ double parse_amount(const std::string& text, const char* flag, double base, Amou
     return total;
 }
 
-} // namespace
-
-std::filesystem::path default_knowledge_path()
+CLI::Option* add_parallel_option(CLI::App* cmd, std::optional<int>& parallel, const std::string& help)
 {
-    return data_dir() / "knowledge.sqlite";
+    return cmd->add_option("--parallel", parallel, help)->check(whole_number(1, 64));
 }
 
 void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
@@ -67,15 +68,19 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
                            : "provider:model[@base_url][*weight], repeatable for a weighted mix: openai:gpt-5, "
                              "anthropic:claude-sonnet-4-5, openai:qwen@http://localhost:8000/v1, replay:calls.jsonl; "
                              "builtin (the default) needs no key");
+    // Empty texts are refused here: apply_session_options reads an empty one as "not given".
     cmd->add_option("--budget", o.budget, "candidates to try, seeds, repairs and duplicates included" +
-                                              (resume ? more : std::string(" (default 100)")));
-    cmd->add_option("--max-calls", o.max_calls, "language-model calls at most" + more);
+                                              (resume ? more : std::string(" (default 100)")))
+        ->check(non_empty());
+    cmd->add_option("--max-calls", o.max_calls, "language-model calls at most" + more)->check(non_empty());
     cmd->add_option("--max-cost", o.max_cost, "US dollars of model calls at most; calls in flight count at an "
-                                              "upper estimate" + more);
-    cmd->add_option("--time", o.time, "wall time of this session, e.g. 90m, 2h, 1h30m; in-flight work finishes");
+                                              "upper estimate" + more)
+        ->check(non_empty());
+    cmd->add_option("--time", o.time, "wall time of this session, e.g. 90m, 2h, 1h30m; in-flight work finishes")
+        ->check(non_empty());
     cmd->add_option("--patience", o.patience, "stop after this many generations without a better kernel")
         ->check(whole_number(1, 1000000));
-    cmd->add_option("--parallel", o.parallel, "model calls in flight (default 4)")->check(whole_number(1, 64));
+    add_parallel_option(cmd, o.parallel, "model calls in flight (default 4)");
     cmd->add_option("--knowledge", o.knowledge_path,
                     "knowledge base of lessons (default: $XDG_DATA_HOME/kforge/knowledge.sqlite)");
     cmd->add_flag("--no-knowledge", o.no_knowledge, "neither read nor write the user-level knowledge base");
@@ -100,10 +105,12 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
                     "direct: one model call per proposal (default); plan: a planner picks techniques from the task's "
                     "optimisation menu, then a coder writes the kernel; mix: a share of each (--plan-share)")
         ->check(CLI::IsMember({"direct", "plan", "mix"}));
+    // parse_strategy checks it (0 < share < 1, NaN refused), with advice a range check could not give.
     cmd->add_option("--plan-share", o.plan_share, "with --strategy mix: the share of proposals made in two phases "
                                                   "(default 0.5)");
     cmd->add_option("--plan-explore", o.plan_explore, "the share of plans pointed at a technique drawn for exploration "
-                                                      "(an untried one first) rather than by its results (default 0.25)");
+                                                      "(an untried one first) rather than by its results (default 0.25)")
+        ->check(real_number(0, 1));
     cmd->add_option("--planner-model", o.planner_models,
                     "model(s) for the planning phase, like --model (default: the --model mix plans too)");
     cmd->add_option("--menu", o.menu, "the optimisation menu by name (default: picked by the task's category and tags)");
@@ -112,7 +119,8 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
     cmd->add_option("--gpus", o.gpus,
                     resume ? "GPUs to use: all, N (the first N) or indices such as 0,2,5 (one device: 2,) (default: the run's)"
                            : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5 "
-                             "(one device: 2,); under mpirun, per host");
+                             "(one device: 2,); under mpirun, per host")
+        ->check(non_empty());
     cmd->add_option("--gpu-share", o.gpu_share,
                     "share the run's one GPU (--gpus I,) with other runs through the locks in this folder (what "
                     "`kforge suite run` passes): measure only holding its measuring lock, search only in its turn");

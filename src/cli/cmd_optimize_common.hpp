@@ -55,6 +55,21 @@ struct SessionOptions {
 
 // Registers the SessionOptions flags on `cmd`; `resume` changes the budget help texts ("+N").
 void add_session_options(CLI::App* cmd, SessionOptions& options, bool resume);
+// --parallel (model calls in flight, 1 to 64) with its check; `suite run` registers it too.
+CLI::Option* add_parallel_option(CLI::App* cmd, std::optional<int>& parallel, const std::string& help);
+
+// What --budget and --max-calls (Amount::count: a whole number) and --max-cost (Amount::dollars)
+// accept: N from 0 to the bound in util/limits.hpp, or +N for N more than `base` (what a resumed run
+// has used). Returns the total; throws Error(usage) naming `flag`, the range and the text.
+enum class Amount { count, dollars };
+double parse_amount(const std::string& text, const char* flag, double base, Amount kind);
+
+// Every check `kforge optimize` makes on its flags before it touches anything: CLI11's parse with
+// each option's validator, then the run configuration's (budgets, --mix, --strategy, ...). `flags`
+// are what would follow TASK. `suite run` checks what it will pass on to its optimize children with
+// it before it writes its folder, so a value optimize would refuse never reaches the manifest.
+// Throws Error(usage) naming the flag. Defined in cmd_optimize.cpp.
+void check_optimize_flags(const std::vector<std::string>& flags);
 
 // The parts of the run configuration besides the search settings.
 struct ModelEntry {

@@ -6,8 +6,9 @@
 // with --print-prompt how they read exactly what a model would be told. With --strategy plan it runs
 // the two-phase step: the planner's prompt (--print-prompt), the plan, then the coder's prompt
 // (--plan FILE --print-prompt) and the kernel. Exit codes: 0 a candidate
-// was written, 1 the reply held no usable code (the verdict message says why), 3 bad input, 4 the
-// model could not be reached or kept failing after retries.
+// was written, 1 the reply held no usable code (the verdict message says why), 2 usage (an option's
+// value, such as --hardware JSON that does not parse), 3 bad input, 4 the model could not be
+// reached or kept failing after retries.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -45,7 +46,7 @@ struct ProposeOptions {
     int64_t max_tokens = 8192;
     std::string pricing_path;
     std::string prompts_dir;
-    std::string hardware_path;
+    std::string hardware;            // --hardware: inline JSON or a file
     std::string strategy_text;
     std::string target;
     double timeout_s = 600;
@@ -173,6 +174,31 @@ std::vector<ModelSpec> model_specs(const std::vector<std::string>& texts, const 
     return specs;
 }
 
+// --hardware: a JSON object written inline (the value starts with '{', after any blanks), else the
+// path of a file holding one. Inline JSON that does not parse is a usage error; a file's, bad input.
+Json read_hardware_facts(const std::string& value)
+{
+    std::string text = trim(value);
+    if (text.empty())
+        return Json::object();
+    if (text.front() == '{') {
+        JsonParseFailure failure;
+        std::optional<Json> json = try_parse_json(text, failure);
+        if (!json)
+            fail(ErrorKind::usage, "--hardware: not a valid JSON object{}: {}",
+                 failure.path.empty() ? "" : " (at " + failure.path + ")", failure.message);
+        return std::move(*json);
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(value, ec))
+        fail(ErrorKind::usage, "--hardware '{}': neither a JSON object (which starts with '{{') nor an existing file",
+             truncate_text(value, 200));
+    Json json = parse_json_file(value);
+    if (!json.is_object())
+        fail_input("{}: hardware facts must be a JSON object, found {}", value, json_type_name(json));
+    return json;
+}
+
 int run_propose(const ProposeOptions& options)
 {
     Task task = load_task(options.task_path);
@@ -180,11 +206,8 @@ int run_propose(const ProposeOptions& options)
     if (specs.empty())
         log_info("no --model given: using the built-in offline proposer");
     PromptLibrary library = PromptLibrary::load_default(options.prompts_dir);
-    Json hardware = options.hardware_path.empty() ? Json::object() : parse_json_file(options.hardware_path);
-    if (!hardware.is_object())
-        fail_input("{}: hardware facts must be a JSON object", options.hardware_path);
     ProposalContext context{task};
-    context.hardware = hardware;
+    context.hardware = read_hardware_facts(options.hardware);
     if (!options.parent_path.empty()) {
         CandidateView parent;
         parent.source = read_file(options.parent_path, k_max_source_bytes, "kernel source");
@@ -316,7 +339,10 @@ void add_propose_command(CLI::App& app, CommandSlot& slot)
                                                         "(also $KFORGE_PRICING)");
     cmd->add_option("--prompts", options->prompts_dir, "folder of prompt templates overriding prompts/ (also "
                                                        "$KFORGE_PROMPTS)");
-    cmd->add_option("--hardware", options->hardware_path, "GPU facts for the prompt (JSON object)");
+    cmd->add_option("--hardware", options->hardware, "GPU facts for the prompt: a JSON object, inline (a value "
+                                                     "starting with '{', e.g. '{\"name\": \"H100\", "
+                                                     "\"memory_bandwidth_gbps\": 3350}') or in the file named")
+        ->check(non_empty());
     cmd->add_option("--strategy-text", options->strategy_text, "strategy text (as an island's meta-prompt)");
     cmd->add_option("--target", options->target, "the kind of kernel wanted (as a MAP-Elites target cell)");
     cmd->add_option("--timeout", options->timeout_s, "seconds allowed for one HTTP exchange")

@@ -125,15 +125,15 @@ ModelChoice choose_models(const SuiteProblem& problem, const Task& task, const S
 }
 
 void add_common_flags(std::vector<std::string>& args, const SuiteSettings& settings, const ModelChoice& models,
-                      std::optional<int64_t> budget, std::optional<double> seconds, std::optional<int64_t> max_calls)
+                      std::optional<int64_t> budget, const std::optional<std::string>& time, std::optional<int64_t> max_calls)
 {
     args.insert(args.end(), {"--progress", "lines", "--json"});
     for (const auto& model : models.models)
         args.insert(args.end(), {"--model", model});
     if (budget)
         args.insert(args.end(), {"--budget", std::to_string(*budget)});
-    if (seconds)
-        args.insert(args.end(), {"--time", fmt::format("{:.1f}s", *seconds)});
+    if (time)
+        args.insert(args.end(), {"--time", *time});
     if (max_calls)
         args.insert(args.end(), {"--max-calls", std::to_string(*max_calls)});
     if (settings.parallel)
@@ -255,14 +255,18 @@ ProblemLaunch plan_launch(const SuiteFolder& folder, const SuiteProblem& problem
             }
             launch.command = "resume";
             launch.args = {"resume", archive_path.string()};
+            // What is left is at least a second (above), so one decimal never rounds it to 0.
             add_common_flags(launch.args, settings, models, budget,
-                             seconds ? std::optional<double>(*seconds - used.search_s) : std::nullopt, max_calls);
+                             seconds ? std::optional<std::string>(fmt::format("{:.1f}s", *seconds - used.search_s))
+                                     : std::nullopt,
+                             max_calls);
             return launch;
         }
     }
     launch.command = "optimize";
     launch.args = {"optimize", folder.resolve(problem.spec).string(), "-o", archive_path.string()};
-    add_common_flags(launch.args, settings, models, budget, seconds, max_calls);
+    // The time as written, which merged_settings checked with optimize's own checks.
+    add_common_flags(launch.args, settings, models, budget, settings.time, max_calls);
     launch.args.insert(launch.args.end(), settings.optimize_args.begin(), settings.optimize_args.end());
     return launch;
 }

@@ -13,6 +13,7 @@
 #include "agents/model_spec.hpp"
 #include "cli/app.hpp"
 #include "cli/cmd_optimize_common.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/suite_manifest.hpp"
 #include "cli/suite_plan.hpp"
 #include "cli/suite_problems.hpp"
@@ -21,6 +22,7 @@
 #include "evaluator/gpu_devices.hpp"
 #include "util/error.hpp"
 #include "util/host_resources.hpp"
+#include "util/limits.hpp"
 #include "util/log.hpp"
 #include "util/mpi_world.hpp"
 #include "util/subprocess.hpp"
@@ -84,48 +86,52 @@ std::vector<std::string> checked_optimize_args(const std::string& text)
         if (std::find(k_suite_owned_flags.begin(), k_suite_owned_flags.end(), flag) != k_suite_owned_flags.end())
             fail(ErrorKind::usage, "--optimize-args: {} is set by the suite itself (use suite run's own flag)", flag);
     }
-    CLI::App probe{"probe", "kforge"};
-    CommandSlot unused;
-    add_optimize_command(probe, unused);
-    std::vector<std::string> argv{"optimize", "problem.json"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::reverse(argv.begin(), argv.end()); // CLI11 takes a vector last-argument-first
     try {
-        probe.parse(argv);
-    } catch (const CLI::ParseError& e) {
+        check_optimize_flags(args);
+    } catch (const Error& e) {
         fail(ErrorKind::usage, "--optimize-args '{}': {}", text, e.what());
     }
     return args;
 }
 
+// The flags every new problem's `kforge optimize` gets from `settings` (a resumed problem gets what
+// is left of the same budgets), less the per-problem ones (archive, GPU, a replay folder's file).
+// The suite's --max-cost stands in for each run's share of it, which is never more.
+std::vector<std::string> child_flags(const SuiteSettings& settings)
+{
+    std::vector<std::string> flags = settings.optimize_args;
+    if (settings.budget)
+        flags.insert(flags.end(), {"--budget", std::to_string(*settings.budget)});
+    if (settings.time)
+        flags.insert(flags.end(), {"--time", *settings.time});
+    if (settings.max_cost)
+        flags.insert(flags.end(), {"--max-cost", fmt::format("{}", *settings.max_cost)});
+    if (settings.parallel)
+        flags.insert(flags.end(), {"--parallel", std::to_string(*settings.parallel)});
+    // The default knowledge base's folder is created when optimize runs, not while checking.
+    flags.push_back("--no-knowledge");
+    return flags;
+}
+
 // The settings this invocation names, over the stored ones.
 SuiteSettings merged_settings(SuiteSettings settings, const SuiteRunOptions& o)
 {
+    // optimize's own parsers, so the suite stores only what its children will take.
     if (!o.budget.empty()) {
-        try {
-            size_t used = 0;
-            int64_t budget = std::stoll(o.budget, &used);
-            if (used != o.budget.size() || budget < 1)
-                throw std::invalid_argument(o.budget);
-            settings.budget = budget;
-        } catch (const std::logic_error&) {
-            fail(ErrorKind::usage, "--budget '{}': expected a number of candidates per problem (at least 1)", o.budget);
-        }
+        auto budget = static_cast<int64_t>(parse_amount(o.budget, "--budget", 0, Amount::count));
+        if (budget < 1)
+            fail(ErrorKind::usage, "--budget '{}': expected at least 1 candidate per problem", o.budget);
+        settings.budget = budget;
     }
     if (!o.time.empty()) {
-        parse_duration(o.time); // refuses a malformed one now
+        parse_duration(o.time);
         settings.time = o.time;
     }
     if (!o.max_cost.empty()) {
-        try {
-            size_t used = 0;
-            double cost = std::stod(o.max_cost, &used);
-            if (used != o.max_cost.size() || !(cost > 0))
-                throw std::invalid_argument(o.max_cost);
-            settings.max_cost = cost;
-        } catch (const std::logic_error&) {
+        double cost = parse_amount(o.max_cost, "--max-cost", 0, Amount::dollars);
+        if (!(cost > 0))
             fail(ErrorKind::usage, "--max-cost '{}': expected US dollars for the whole suite, above 0", o.max_cost);
-        }
+        settings.max_cost = cost;
     }
     if (!o.models.empty()) {
         settings.models.clear();
@@ -157,6 +163,15 @@ SuiteSettings merged_settings(SuiteSettings settings, const SuiteRunOptions& o)
     } else if (!o.knowledge.empty()) {
         settings.no_knowledge = false;
         settings.knowledge = fs::absolute(o.knowledge).string();
+    }
+    // Each value given here passed its own check; together with the stored ones they must pass
+    // optimize's, or every problem would fail with the same usage error.
+    try {
+        check_optimize_flags(child_flags(settings));
+    } catch (const Error& e) {
+        fail(ErrorKind::usage, "the suite's settings (these flags over those in suite.json) would give every problem's "
+                               "`kforge optimize` flags it refuses: {}",
+             e.what());
     }
     return settings;
 }
@@ -209,13 +224,7 @@ int run_suite(const SuiteRunOptions& o)
                  "its GPUs)",
                  mpi.launcher, mpi.expected_size, config.shard, config.shards);
     }
-    if (o.parallel && *o.parallel < 1)
-        fail(ErrorKind::usage, "--parallel: expected at least 1");
-    if (o.per_gpu < 1 || o.per_gpu > 16)
-        fail(ErrorKind::usage, "--per-gpu {}: expected 1 to 16 runs at once per GPU", o.per_gpu);
     config.per_gpu = o.per_gpu;
-    if (o.import_time_limit_s <= 0)
-        fail(ErrorKind::usage, "--import-time-limit: expected a number of seconds above 0");
     fs::path root = fs::absolute(o.output).lexically_normal();
     std::error_code ec;
     bool resuming = fs::exists(root / "suite.json", ec);
@@ -301,27 +310,39 @@ void add_suite_run_command(CLI::App& suite, CommandSlot& slot)
         "GPU), 130 interrupted (run it again to resume).");
     cmd->add_option("PATH", o->paths, "problem files or folders (optional when SUITE_DIR holds a suite)");
     cmd->add_option("-o,--output", o->output, "the suite folder (created, or resumed when it holds a suite)")->required();
+    // Empty texts are refused here: merged_settings reads an empty one as "not given".
     cmd->add_option("--budget", o->budget, "candidates per problem (default: optimize's 100; with replay:DIR/, the "
-                                           "replies + seeds + 1)");
-    cmd->add_option("--time", o->time, "search time per problem, e.g. 20s, 10m (a resumed problem gets what is left)");
+                                           "replies + seeds + 1)")
+        ->check(non_empty());
+    cmd->add_option("--time", o->time, "search time per problem, e.g. 20s, 10m (a resumed problem gets what is left)")
+        ->check(non_empty());
     cmd->add_option("--max-cost", o->max_cost, "US dollars of model calls for the whole suite, shared out as problems "
-                                               "start");
+                                               "start")
+        ->check(non_empty());
     cmd->add_option("-m,--model", o->models, "as for optimize, for every problem; replay:DIR/ gives each problem "
                                              "DIR/<stem>.jsonl (default: builtin)");
     cmd->add_option("--gpus", o->gpus, "GPUs to use: all (default), N (the first N) or indices 0,2,5")
+        ->check(non_empty())
         ->capture_default_str();
     cmd->add_option("--per-gpu", o->per_gpu, "runs at once on one GPU: one searches while the others start up; 1 "
                                               "runs each GPU's problems one after another (docs/suite.md)")
+        ->check(whole_number(1, 16))
         ->capture_default_str();
-    cmd->add_option("--shard", o->shard, "run only the problems whose index is I modulo N (I/N, e.g. 0/4)");
+    cmd->add_option("--shard", o->shard, "run only the problems whose index is I modulo N (I/N, e.g. 0/4)")
+        ->check(non_empty());
     cmd->add_flag("--retry-failed", o->retry_failed, "run this shard's failed problems again");
-    cmd->add_option("--parallel", o->parallel, "model calls in flight per problem (optimize's --parallel)");
+    add_parallel_option(cmd, o->parallel, "model calls in flight per problem (optimize's --parallel)");
     cmd->add_option("--knowledge", o->knowledge, "knowledge base of lessons for every run");
     cmd->add_flag("--no-knowledge", o->no_knowledge, "runs neither read nor write the user-level knowledge base");
     cmd->add_option("--optimize-args", o->optimize_args, "more `kforge optimize` flags for every new run, in one "
                                                          "string, e.g. \"--islands 2 --no-repair\"");
-    cmd->add_option("--import-jobs", o->import_jobs, "PyTorch programs imported at once (default: cores / 4, 1 to 4)");
-    cmd->add_option("--import-time-limit", o->import_time_limit_s, "seconds one import may take")->capture_default_str();
+    cmd->add_option("--import-jobs", o->import_jobs, "PyTorch programs imported at once, 1 to 64 (default: cores / 4, "
+                                                     "1 to 4)")
+        ->check(whole_number(1, 64));
+    cmd->add_option("--import-time-limit", o->import_time_limit_s, "seconds one import may take (task import's "
+                                                                   "--time-limit)")
+        ->check(real_number(0, k_max_import_seconds, true))
+        ->capture_default_str();
     cmd->add_option("--progress", o->progress, "auto (a live line on a terminal, [k/N] lines otherwise), live, lines, "
                                                "quiet")
         ->check(CLI::IsMember({"auto", "live", "lines", "quiet"}))

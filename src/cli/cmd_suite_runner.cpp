@@ -298,7 +298,7 @@ void SuiteRunner::start_import(const SuiteProblem& problem, FileLock claim)
     fs::create_directories(spec.parent_path(), ec);
     fs::path log = m_folder.resolve(problem.log);
     std::vector<std::string> args{"task", "import", problem.source, "-o", spec.string(), "--force", "--time-limit",
-                                  fmt::format("{:.0f}", m_config.import_time_limit_s)};
+                                  fmt::format("{}", m_config.import_time_limit_s)};
     append_to_log(log, fmt::format("\n== kforge suite, {}: {} {} ==\n", format_local_time(epoch_now()),
                                    m_config.kforge, join(args, " ")));
     auto active = std::make_unique<Active>();

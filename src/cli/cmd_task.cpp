@@ -1,10 +1,13 @@
 // `kforge task check TASK [--arch sm_90a]`: validates a task spec and the kernels it names.
 //
-// After the spec parses, the reference and every seed kernel are screened and compiled with NVRTC
-// for --arch, at every param point up to the task's limit, in a CompilePool; each kernel's
-// registers, spills and compile time are printed. Any kernel that does not compile fails the
-// check (exit 1). The GPU self-tests (the reference must pass, the built-in bad candidates must
-// fail) need a GPU; without one the command says plainly that they did not run.
+// After the spec parses, a shape whose tensors alone need more device memory than the GPU has
+// (core/task_memory.hpp) fails the check (exit 1) before anything else runs. Then the reference
+// and every seed kernel are screened and compiled with NVRTC for --arch, at every param point a
+// search would sweep (core/param_sweep.hpp), in a CompilePool; each kernel's registers, spills and
+// compile time are printed. Any kernel that does not compile fails the check (exit 1). The GPU
+// self-tests (the reference must pass, the built-in bad candidates must fail) need a GPU; without
+// one the command says plainly that they did not run.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <exception>
@@ -16,13 +19,18 @@
 #include "cli/app.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/cmd_task_selftest.hpp"
+#include "core/param_sweep.hpp"
 #include "core/plan_check.hpp"
 #include "core/task.hpp"
+#include "core/task_memory.hpp"
 #include "evaluator/compile/compile.hpp"
 #include "evaluator/compile/launch_args.hpp"
+#include "evaluator/gpu_devices.hpp"
 #include "util/error.hpp"
+#include "util/limits.hpp"
 #include "util/log.hpp"
 #include "util/paths.hpp"
+#include "util/subprocess.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
@@ -50,10 +58,10 @@ void add_jobs(const Task& screen_task, const KernelFile& file, const std::string
     std::string name = file.path.lexically_relative(screen_task.spec_path.parent_path()).string();
     if (name.empty() || name.rfind("..", 0) == 0)
         name = file.path.filename().string();
-    size_t total = count_param_points(file.plan);
-    if (total > max_points)
-        log_info("{}: compiling the first {} of its {} param points (the task's limit)", name, max_points, total);
-    for (const auto& point : enumerate_param_points(file.plan, max_points)) {
+    ParamSweep sweep = sweep_param_points(file.plan, max_points);
+    if (sweep.sampled())
+        log_info("{}: {}", name, sweep.describe());
+    for (const auto& point : sweep.points) {
         CompileJob job;
         job.file = name;
         job.plan = &file.plan;
@@ -141,6 +149,25 @@ bool report_job(const Task& task, const CompileJob& job)
     return true;
 }
 
+// The device memory the check compares each shape with: the smallest of this machine's GPUs (the
+// self-tests may run on any of them), else, without a GPU, the most any GPU kforge knows has.
+std::pair<uint64_t, std::string> device_memory_limit()
+{
+    try {
+        std::vector<VisibleGpu> gpus = list_visible_gpus(self_executable());
+        const VisibleGpu& smallest = *std::min_element(gpus.begin(), gpus.end(), [](const auto& a, const auto& b) {
+            return a.facts.total_memory < b.facts.total_memory;
+        });
+        auto bytes = static_cast<uint64_t>(std::max<int64_t>(smallest.facts.total_memory, 0));
+        return {bytes, fmt::format("GPU {} ({}) has {}", smallest.index, smallest.facts.name,
+                                   format_bytes(static_cast<double>(bytes)))};
+    } catch (const Error&) {
+        return {k_largest_gpu_memory_bytes,
+                fmt::format("the largest GPU kforge knows has ({}; there is no GPU here)",
+                            format_bytes(static_cast<double>(k_largest_gpu_memory_bytes)))};
+    }
+}
+
 int run_task_check(const TaskCheckOptions& options)
 {
     Task task = load_task(options.task_path);
@@ -148,6 +175,17 @@ int run_task_check(const TaskCheckOptions& options)
     fmt::print("  args: {}, shapes: {} tests, {} bench, {} held out; reference {}; {} seed kernel(s)\n",
                task.args.size(), task.tests.size(), task.bench.size(), task.held_out.size(),
                task.reference.path.filename().string(), task.seeds.size());
+
+    // A well-formed spec that no GPU here can run is a negative answer (exit 1), like a seed that
+    // does not compile: the spec reads fine, the task cannot be used.
+    auto [limit, against] = device_memory_limit();
+    if (std::vector<ShapeMemory> over = shapes_over_memory(task, limit); !over.empty()) {
+        for (const auto& shape : over)
+            fmt::print("  {}\n", shape.describe());
+        fmt::print("{} shape(s) need more device memory than {}: not runnable; make their sizes smaller in {}\n",
+                   over.size(), against, options.task_path);
+        return k_exit_negative;
+    }
 
     // The task's forbidden patterns bind candidates, not the task's own reference.
     Task reference_rules = task;

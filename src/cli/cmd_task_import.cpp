@@ -16,10 +16,13 @@
 #include <fmt/format.h>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/task_import.hpp"
 #include "core/task.hpp"
+#include "core/task_memory.hpp"
 #include "util/capture.hpp"
 #include "util/error.hpp"
+#include "util/limits.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "util/torch_python.hpp"
@@ -125,8 +128,6 @@ int run_task_import(const TaskImportOptions& options)
     fs::path problem = fs::absolute(options.problem);
     std::error_code ec;
     check_program_file(problem, options.problem);
-    if (options.time_limit_s <= 0)
-        fail(ErrorKind::usage, "--time-limit: expected a number of seconds above 0");
     fs::path spec = options.output.empty() ? problem.parent_path() / (problem.stem().string() + ".json")
                                            : fs::path(options.output);
     if (fs::exists(spec, ec) && !options.force)
@@ -152,6 +153,12 @@ int run_task_import(const TaskImportOptions& options)
              task.name, seconds, task.args.size(), task.tests.size(), task.bench.size(), task.held_out.size());
     for (const auto& line : describe_facts(facts))
         log_info("  {}", line);
+    // The program's sizes are kept as written (the spec is valid); a shape no GPU can hold is said
+    // now rather than found at a search's first allocation.
+    for (const auto& shape : shapes_over_memory(task, k_largest_gpu_memory_bytes))
+        log_warn("{}; more than the largest GPU kforge knows has ({}): no GPU can run it and `kforge task check` "
+                 "refuses it; make the program's sizes smaller, or this shape's in {}",
+                 shape.describe(), format_bytes(static_cast<double>(k_largest_gpu_memory_bytes)), spec.string());
     log_info("edit {} to change any of this; `kforge task check {}` checks it on a GPU", spec.string(), spec.string());
     fmt::print("{}\n", spec.string());
     return k_exit_ok;
@@ -169,7 +176,9 @@ void add_task_import_command(CLI::App& task, CommandSlot& slot)
     cmd->add_option("--name", options->name, "the task's name (default: from the file name)");
     cmd->add_option("--symbols", options->symbols,
                     "the module variables that are sizes, comma-separated (default: the ints that shape the inputs)");
-    cmd->add_option("--time-limit", options->time_limit_s, "seconds the import may take")->capture_default_str();
+    cmd->add_option("--time-limit", options->time_limit_s, "seconds the import may take")
+        ->check(real_number(0, k_max_import_seconds, true))
+        ->capture_default_str();
     cmd->add_option("--device", options->device, "where the import's checking forwards run")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();

@@ -2,6 +2,8 @@
 // no wrapping, no "inf"), so what CLI11 converts afterwards is known to fit.
 #include "cli/option_checks.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -51,6 +53,16 @@ CLI::Validator real_number(double low, double high, bool exclusive_low)
             return "";
         },
         fmt::format("NUMBER in {}{} - {}]", exclusive_low ? "(" : "[", low, high));
+}
+
+CLI::Validator non_empty()
+{
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            bool blank = std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); });
+            return blank ? fmt::format("expected a value, got '{}'", text) : "";
+        },
+        "");
 }
 
 CLI::Validator gpu_arch()

@@ -17,6 +17,8 @@ CLI::Validator whole_number(int64_t low, int64_t high);
 CLI::Validator unsigned_number();
 // A finite number in [low, high]; with `exclusive_low`, greater than `low`.
 CLI::Validator real_number(double low, double high, bool exclusive_low = false);
+// Any text but an empty or blank one: for text options whose empty value would read as "not given".
+CLI::Validator non_empty();
 // A GPU architecture NVRTC can compile for (sm_90a, sm_80, ...).
 CLI::Validator gpu_arch();
 

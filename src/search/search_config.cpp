@@ -1,6 +1,8 @@
 // Search settings: validation and their JSON form in the run record; see search_config.hpp.
 #include "search/search_config.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "util/error.hpp"
@@ -54,10 +56,16 @@ SelectionMix parse_selection_mix(std::string_view text)
         } catch (const std::logic_error&) {
             bad(fmt::format("'{}' is not a number", parts[i]));
         }
+        if (!std::isfinite(values[i]))
+            bad(fmt::format("'{}' is not a finite number", trim(parts[i])));
         if (!(values[i] >= 0))
             bad("a weight is negative");
     }
-    if (values[0] + values[1] + values[2] <= 0)
+    // Finite weights can still sum to infinity, which would make every selection draw NaN.
+    double sum = values[0] + values[1] + values[2];
+    if (!std::isfinite(sum))
+        bad("the weights' sum is not a finite number");
+    if (sum <= 0)
         bad("all weights are zero");
     return SelectionMix{values[0], values[1], values[2]};
 }

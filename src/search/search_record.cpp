@@ -428,8 +428,10 @@ Evaluation SearchLoop::merged_evaluation(const Flight& flight) const
         all.insert(all.end(), merged.measurements.begin(), merged.measurements.end());
         merged.measurements = std::move(all);
         merged.compile_info = screen.compile_info;
-        if (screen.metrics.contains("sweep"))
-            merged.metrics["sweep"] = screen.metrics["sweep"];
+        // The sweep was the screen's; the confirmation timed its winner alone.
+        for (const char* key : {"sweep", "param_points"})
+            if (screen.metrics.contains(key))
+                merged.metrics[key] = screen.metrics[key];
         merged.metrics["screen_fitness"] = screen.fitness ? Json(*screen.fitness) : Json();
         merged.eval_seconds += screen.eval_seconds;
         append_runs(merged.metrics, screen.metrics, *flight.confirm);

@@ -12,8 +12,9 @@ namespace kforge {
 namespace {
 
 // Metrics keys the search adds for its own bookkeeping; they mean nothing to a model.
+// `param_points` is not private, but the prompt gives it a line of its own (CandidateView::sweep_note).
 constexpr const char* k_private_metrics[] = {"screen_fitness", "suspicious_fitness", "held_out", "sweep", "runs",
-                                             "accepted"};
+                                             "accepted", "param_points"};
 
 double number_at(const Json& object, const char* key)
 {
@@ -56,6 +57,9 @@ CandidateView candidate_view(const Candidate& candidate, const std::vector<Measu
     view.descriptors = candidate.evaluation.descriptors;
     view.note = candidate.note;
     Json metrics = candidate.evaluation.metrics.is_object() ? candidate.evaluation.metrics : Json::object();
+    if (const Json* sweep = metrics.contains("param_points") ? &metrics["param_points"] : nullptr;
+        sweep && sweep->is_object() && sweep->contains("note") && (*sweep)["note"].is_string())
+        view.sweep_note = (*sweep)["note"].get<std::string>();
     for (const char* key : k_private_metrics)
         metrics.erase(key);
     if (!candidate.evaluation.best_params.empty()) {
