@@ -173,6 +173,13 @@ void apply_migrations(Database& db, int from, const std::vector<Migration>& migr
         try {
             db.execute(step.sql);
         } catch (const Error& e) {
+            // Additive steps create what the recorded version lacks: finding it there means the
+            // schema_version rows and the tables disagree, which kforge never writes (a file edited
+            // or put together by hand). The step's transaction leaves the file as it was.
+            if (std::string_view(e.what()).find("already exists") != std::string_view::npos)
+                throw DamagedArchive(fmt::format("{}: damaged archive: it records schema version {} but already holds "
+                                                 "what version {} adds ({}): {}; it was left as it was",
+                                                 db.path(), step.version - 1, step.version, step.summary, e.what()));
             fail_runtime("{}: upgrading the archive to schema version {} ({}) failed: {}",
                          db.path(), step.version, step.summary, e.what());
         }

@@ -8,7 +8,8 @@ out="${OUT:-/tmp}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader
 start=$(date +%s)
 # As ctest runs them: the [gpu] tests in a process of their own (tests that fork a child to use CUDA
-# need a parent that has not touched CUDA), the rest without [gpu] and [browser] (no chromium there).
+# need a parent that has not touched CUDA), the rest without [gpu], [browser] and [slurm] (the GPU
+# image has no chromium, and no munge or SLURM daemons for the one-node cluster those tests start).
 timeout "${KF_TEST_TIMEOUT:-420}" "$here/.gpu/kforge_tests" "[gpu]" >"$out/tests-gpu.log" 2>&1
 echo "[gpu] tests rc=$? in $(( $(date +%s) - start ))s"
 grep -E "FAILED|passed|SKIPPED|test cases" "$out/tests-gpu.log" | tail -8
@@ -18,7 +19,7 @@ grep -E "FAILED|passed|SKIPPED|test cases" "$out/tests-gpu.log" | tail -8
 # name is given up to its first comma as a prefix (which may run a case twice, never skip one).
 start=$(date +%s)
 shards="${KF_TEST_SHARDS:-6}"
-"$here/.gpu/kforge_tests" "~[gpu]~[browser]" --list-test-names-only | grep -v '^ *$' |
+"$here/.gpu/kforge_tests" "~[gpu]~[browser]~[slurm]" --list-test-names-only | grep -v '^ *$' |
     sed 's/,.*/*/; s/\\/\\\\/g; s/\[/\\[/g; s/^/"/; s/$/"/' |
     awk -v n="$shards" -v dir="$out" '{ print > (dir "/shard-" (NR % n) ".txt") }'
 pids=()

@@ -204,6 +204,32 @@ TEST_CASE("a migration that fails leaves the archive at the previous version", "
     CHECK(archive.integrity_check() == "ok");
 }
 
+// A file whose schema_version rows say less than its tables hold (edited by hand, or pieced together
+// from two archives): the upgrade finds a table it would create and names the damage, as bad input,
+// leaving the file as it was (it was an SQLite error of the runtime kind, rc 4).
+TEST_CASE("an archive whose recorded schema version disagrees with its tables is named as damaged, unchanged",
+          "[archive]")
+{
+    TempDir dir;
+    auto path = dir / "run.kforge";
+    build_sample_archive(path);
+    {
+        Database db(path.string(), DbAccess::read_write);
+        db.execute("DELETE FROM schema_version WHERE version > 1; PRAGMA wal_checkpoint(TRUNCATE);");
+    }
+    std::string before = test::slurp_file(path);
+    try {
+        Archive::open(path, OpenMode::write);
+        FAIL("an inconsistent archive was upgraded");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::bad_input);
+        CHECK_THAT(std::string(e.what()),
+                   Catch::Contains("damaged archive: it records schema version 1 but already holds what version 2 adds") &&
+                       Catch::Contains("already exists"));
+    }
+    CHECK(test::slurp_file(path) == before);
+}
+
 TEST_CASE("a migration list with a gap is a bug and is refused before touching the file",
           "[archive]")
 {

@@ -179,10 +179,11 @@ TEST_CASE("resume leaves an archive of the previous schema untouched when the se
     };
     run_session(path, options);
     clear_interrupt();
-    // Back to schema version 1: the GPU tables (version 2, additive) removed.
+    // Back to schema version 1: the tables of versions 2 (GPUs) and 3 (plans), both additive, removed.
     {
         Database db(path.string(), DbAccess::read_write);
         db.execute("PRAGMA foreign_keys = OFF; DROP TABLE candidate_gpu; DROP TABLE gpu_session; DROP TABLE gpu; "
+                   "DROP TABLE candidate_technique; DROP TABLE candidate_plan; "
                    "DELETE FROM schema_version WHERE version > 1; PRAGMA wal_checkpoint(TRUNCATE);");
     }
     std::string before = slurp_file(path);

@@ -86,12 +86,13 @@ TEST_CASE("an import that hangs after starting a daemon ends at its --time-limit
     TempDir dir;
     write_text(dir / "hangs.py", program(daemon_starter(dir / "pids.txt"), "    time.sleep(3600)\n"));
     auto begin = std::chrono::steady_clock::now();
+    // 20 s: the program must reach its daemon first, and importing torch 2.x with CUDA takes seconds.
     CommandResult run = run_kforge({"task", "import", (dir / "hangs.py").string(), "-o", (dir / "h.json").string(),
-                                    "--time-limit", "5"});
+                                    "--time-limit", "20"});
     INFO(run.err);
     CHECK(run.exit_code == 3);
-    CHECK_THAT(run.err, Catch::Contains("did not finish importing within its 5 s limit"));
-    CHECK(seconds_since(begin) < 15);
+    CHECK_THAT(run.err, Catch::Contains("did not finish importing within its 20 s limit"));
+    CHECK(seconds_since(begin) < 35);
     check_all_gone(dir / "pids.txt");
     CHECK_FALSE(fs::exists(dir / "h.json"));
 }
