@@ -181,7 +181,7 @@ if os.fork() == 0:
             f.write(b"\xff" * 4096)
 
     for name, change, again in (("suite: manifest made garbage", garbage_manifest, 3),
-                                ("suite: a finished archive deleted", remove_archive, 0),
+                                ("suite: a finished archive deleted", remove_archive, 1),
                                 ("suite: manifest deleted", remove_manifest, 2),
                                 ("suite: an archive path edited to ../..", hostile_path, 3),
                                 ("suite: an archive overwritten", damage_archive, 1)):  # rc 1: no result

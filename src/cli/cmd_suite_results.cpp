@@ -215,6 +215,10 @@ ProblemResult read_problem_result(const SuiteFolder& folder, const SuiteProblem&
         } catch (const Error& e) {
             r.error = e.what();
         }
+    } else if (!problem.sessions.empty()) {
+        // It ran, so it had an archive: removed or moved since, its results are gone with it.
+        r.error = fmt::format("{}: no such archive, though the problem ran {} time{} (removed or moved since?)",
+                              path.string(), problem.sessions.size(), problem.sessions.size() == 1 ? "" : "s");
     }
     r.held_s = held_seconds(problem, now, updated_at);
     return r;

@@ -388,3 +388,21 @@ TEST_CASE("a problem whose import fails is marked failed with the importer's rea
             CHECK(m.find("axpy_f32")->state == ProblemState::finished);
     }
 }
+
+// A problem that ran has an archive; one removed since leaves no result, and the suite says so and
+// exits 1 rather than showing the problem as finished with nothing in it.
+TEST_CASE("a suite whose finished problem's archive was removed says so and exits 1", "[cli][suite][e2e]")
+{
+    TempDir dir;
+    fs::path root = dir / "suite";
+    std::vector<std::string> sim{"KFORGE_SIMULATE_GPUS=1"};
+    CommandResult first = run_kforge({"suite", "run", bundled_task("axpy_f32"), "-o", root.string(), "--budget", "1",
+                                      "--no-knowledge", "--progress", "lines"},
+                                     sim);
+    REQUIRE(first.exit_code == 0);
+    fs::remove(root / "runs" / "axpy_f32.kforge");
+    CommandResult again = run_kforge({"suite", "run", "-o", root.string(), "--progress", "lines"}, sim);
+    INFO(again.out << again.err);
+    CHECK(again.exit_code == 1);
+    CHECK_THAT(again.out, Catch::Contains("axpy_f32.kforge: no such archive, though the problem ran 1 time"));
+}
