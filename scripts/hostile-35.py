@@ -78,7 +78,8 @@ def record(name, rc, expect_rc, seconds, max_seconds, text, extra=""):
     global failed
     left = leftovers()
     lines = [line for line in text.splitlines() if line.strip()]
-    first = next((line for line in lines if "error" in line or "failed" in line or "stopped" in line), lines[-1] if lines else "")
+    first = next((line for line in lines if any(w in line for w in ("error", "failed", "stopped", "unreadable", "damaged"))),
+                 lines[-1] if lines else "")
     bad = rc != expect_rc or seconds > max_seconds or bool(left) or extra.startswith("!")
     failed = failed or bad
     rows.append((("! " if bad else "  ") + name, f"{rc}/{expect_rc}", f"{seconds:.1f}", str(len(left)),
