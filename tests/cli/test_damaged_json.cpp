@@ -25,23 +25,6 @@ void damage(const fs::path& archive, const std::string& sql)
     db.execute("PRAGMA foreign_keys = OFF; " + sql);
 }
 
-// A resumable run of the builtin proposer on softmax_f32: interrupted after six candidates.
-void builtin_run(const fs::path& path)
-{
-    clear_interrupt();
-    HarnessOptions options;
-    options.builtin = true;
-    options.config.islands = 2;
-    options.config.budgets.candidates = 20;
-    int recorded = 0;
-    options.on_recorded = [&](const Candidate&) {
-        if (++recorded == 6)
-            request_interrupt();
-    };
-    run_session(path, options);
-    clear_interrupt();
-}
-
 // A run of the scripted model with two-phase proposals, so that it holds model calls, plans and
 // strategy texts as well; and a lesson, whether or not its analyst wrote one.
 void scripted_run(const fs::path& path)
@@ -103,7 +86,7 @@ TEST_CASE("a candidate's malformed metrics are named by inspect, report and resu
 {
     TempDir dir;
     auto path = dir / "run.kforge";
-    builtin_run(path);
+    run_interrupted_builtin(path);
     int64_t best = 0;
     {
         Archive archive = Archive::open(path, OpenMode::read_only);

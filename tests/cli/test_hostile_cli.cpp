@@ -165,20 +165,9 @@ TEST_CASE("inspect --lineage of candidates that are each other's parents ends an
 TEST_CASE("resume leaves an archive of the previous schema untouched when the session cannot start",
           "[e2e][cli][hostile]")
 {
-    clear_interrupt();
     TempDir dir;
     auto path = dir / "run.kforge";
-    HarnessOptions options;
-    options.builtin = true;
-    options.config.islands = 2;
-    options.config.budgets.candidates = 20;
-    int recorded = 0;
-    options.on_recorded = [&](const Candidate&) {
-        if (++recorded == 6)
-            request_interrupt();
-    };
-    run_session(path, options);
-    clear_interrupt();
+    run_interrupted_builtin(path);
     // Back to schema version 1: the tables of versions 2 (GPUs) and 3 (plans), both additive, removed.
     {
         Database db(path.string(), DbAccess::read_write);

@@ -17,6 +17,7 @@
 #include "search/run_record.hpp"
 #include "test_support.hpp"
 #include "util/hash.hpp"
+#include "util/interrupt.hpp"
 
 namespace kforge::test {
 namespace {
@@ -149,6 +150,22 @@ void ScriptedProvider::wait_for_release()
     m_held.pop_back();
     m_last_release = std::chrono::steady_clock::now();
     m_gate.notify_all();
+}
+
+void run_interrupted_builtin(const std::filesystem::path& path, int recorded)
+{
+    clear_interrupt();
+    HarnessOptions options;
+    options.builtin = true;
+    options.config.islands = 2;
+    options.config.budgets.candidates = 20;
+    int so_far = 0;
+    options.on_recorded = [&](const Candidate&) {
+        if (++so_far == recorded)
+            request_interrupt();
+    };
+    run_session(path, options);
+    clear_interrupt();
 }
 
 const Task& softmax_task()

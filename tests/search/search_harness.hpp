@@ -91,6 +91,10 @@ SearchOutcome run_session(const std::filesystem::path& path, const HarnessOption
 // The same on another task (its own fake landscape; the menu picked by its category and tags).
 SearchOutcome run_session(const std::filesystem::path& path, const HarnessOptions& options, const Task& task);
 
+// A resumable run of the builtin proposer on softmax_f32 (2 islands, a budget of 20) at `path`,
+// interrupted after `recorded` candidates: an archive `kforge resume` continues.
+void run_interrupted_builtin(const std::filesystem::path& path, int recorded = 6);
+
 // Everything the run chose, one line per recorded candidate, elite placement, strategy text,
 // lesson and plan, in record order, without ids of model calls or times: two runs that made the
 // same choices have equal fingerprints.
