@@ -92,14 +92,15 @@ extern "C" {
 #endif
 
 /* Raised whenever a declaration below changes meaning; the loader refuses other versions. */
-#define KFORGE_VENDOR_ABI_VERSION 2 /* 2: kforge_vendor_describe */
+#define KFORGE_VENDOR_ABI_VERSION 3 /* 2: kforge_vendor_describe; 3: library steps (kforge_vendor_step_*) */
 
 enum {
     KFORGE_VENDOR_OK = 0,
     KFORGE_VENDOR_UNAVAILABLE = 1,  /* unknown name, or this build lacks the library it needs */
     KFORGE_VENDOR_BAD_BINDINGS = 2, /* an operand is missing or has the wrong dtype or size */
     KFORGE_VENDOR_LIBRARY_ERROR = 3, /* a CUDA runtime, cuBLAS, cuSPARSE or CUB call failed */
-    KFORGE_VENDOR_MISMATCH = 4      /* kforge_vendor_selftest: the result is wrong */
+    KFORGE_VENDOR_MISMATCH = 4,     /* kforge_vendor_selftest: the result is wrong */
+    KFORGE_VENDOR_NO_ALGORITHM = 5  /* a library step: no allowed algorithm at the index asked for */
 };
 
 /* One tensor argument of the task. */
@@ -177,6 +178,109 @@ KFORGE_VENDOR_API void kforge_vendor_release(void* state);
  * failure (shape, index, expected, got) into `report`. Returns KFORGE_VENDOR_OK,
  * KFORGE_VENDOR_MISMATCH, or the error of the failing call. Needs a GPU; for tests. */
 KFORGE_VENDOR_API int kforge_vendor_selftest(const char* name, char* report, size_t report_len);
+
+/* ---- Library steps ----------------------------------------------------------------------------
+ *
+ * A candidate's plan may call cuBLASLt or cuDNN between its kernels (docs/library-steps.md, the
+ * contract; kforge resolves every number and checks every operand's extent before it gets here).
+ * Per step and per shape and param point the GPU worker prepares a state once (descriptors, the
+ * heuristic's allowed candidates, the chosen algorithm or execution plan), then runs it with the
+ * run's operand addresses as often as it likes, and releases it.
+ *
+ * matmul, row-major, for every batch index i:
+ *     D[i] = act(alpha * op(A[i]) @ op(B[i]) + beta * C[i] + bias)        m x n
+ * op(A) is m x k (A stored [m, k], or [k, m] when transpose_a); op(B) is k x n (B stored [k, n], or
+ * [n, k] when transpose_b); C, D [m, n]; rows packed; batch matrices stride_* elements apart (0
+ * repeats one); bias n elements, one per column of D, before the activation, not scaled by alpha.
+ * cuBLASLt is column-major: the call computes D^T = op(B)^T op(A)^T, cuBLASLt's m = n, n = m,
+ * A = the B buffer, B = the A buffer, and the bias is per row of D^T (the BIAS epilogue's rule).
+ * fp32 operands compute in CUBLAS_COMPUTE_32F with an implementation mask that excludes TF32, BF16
+ * and FP16 inputs, checked on the chosen algorithm; bf16/f16 inputs compute in 32F with no
+ * reduced-precision reduction. Split-K reductions that keep state in the workspace are excluded
+ * (the workspace is a candidate's scratch, garbage before every run).
+ *
+ * conv (cuDNN 9 graph API): a forward convolution (cross-correlation) of x [n, c, size...] (or
+ * channels last) with w [k, c / groups, kernel...] into y [n, k, out...]; transposed: the data
+ * gradient of a forward convolution, w [c, k / groups, kernel...], y's size from output_padding.
+ * Engine configurations whose numerical notes say tensor core (TF32 for fp32) or down-converted
+ * inputs are left out for fp32; the rest, within the workspace, are the candidates `algo` indexes.
+ */
+
+enum { KFORGE_STEP_MATMUL = 1, KFORGE_STEP_CONV = 2 };
+enum { KFORGE_EPILOGUE_NONE = 0, KFORGE_EPILOGUE_RELU = 1, KFORGE_EPILOGUE_GELU_TANH = 2 };
+
+typedef struct {
+    long long m, n, k, batch;                        /* batch >= 1 */
+    long long stride_a, stride_b, stride_c, stride_d; /* elements between batch matrices */
+    int transpose_a, transpose_b;
+    double alpha, beta;
+    int has_c, has_bias;                            /* C is read only when has_c (beta != 0) */
+    int epilogue;                                   /* KFORGE_EPILOGUE_* */
+    const char* a_dtype;                            /* "f32", "bf16" or "f16" */
+    const char* b_dtype;
+    const char* c_dtype;                            /* D's when there is no C */
+    const char* d_dtype;
+    const char* bias_dtype;                         /* D's when there is no bias */
+} KforgeMatmulStep;
+
+typedef struct {
+    int spatial_dims;                               /* 1, 2 or 3 */
+    long long n, c, k, groups;
+    long long size[3], kernel[3], stride[3], padding[3], dilation[3], output_padding[3];
+    int transposed;                                 /* ConvTranspose: the data gradient */
+    int channels_last;                              /* x and y NHWC (NWC, NDHWC); w as in PyTorch either way */
+    const char* dtype;                              /* x, w and y: "f32", "bf16" or "f16" */
+} KforgeConvStep;
+
+typedef struct {
+    int op;                                         /* KFORGE_STEP_MATMUL or KFORGE_STEP_CONV */
+    KforgeMatmulStep matmul;                        /* op == KFORGE_STEP_MATMUL */
+    KforgeConvStep conv;                            /* op == KFORGE_STEP_CONV */
+    long long algo;                                 /* index into the allowed candidates, >= 0 */
+    unsigned long long workspace_bytes;             /* the step's workspace buffer; 0: none */
+} KforgeStep;
+
+/* Operand addresses of one run (CUdeviceptr values), in this order:
+ *   matmul: A, B, C (0 without C), D, bias (0 without a bias), workspace (0 without one)
+ *   conv:   x, w, y, workspace (0 without one) */
+#define KFORGE_STEP_MATMUL_OPERANDS 6
+#define KFORGE_STEP_CONV_OPERANDS 4
+
+/* Writes into `text` the library calls the step makes, with every number derived from it (the
+ * column-major translation of a matmul: transposes, m, n, k, leading dimensions, batch strides,
+ * epilogue, compute type; a conv's tensor dims and strides, the operation, padding, stride,
+ * dilation), e.g. "cublasLtMatmul transa=T transb=N m=512 n=128 k=256 A=b lda=256 B=a ldb=256
+ * D=d ldd=512 batch=1 epilogue=RELU_BIAS compute=32F". Checks what can be checked without a GPU:
+ * KFORGE_VENDOR_BAD_BINDINGS with the reason for dtypes not allowed together, a dimension out of
+ * the library's range, an epilogue the dtype lacks. Needs no GPU. */
+KFORGE_VENDOR_API int kforge_vendor_step_describe(const KforgeStep* step, char* text, size_t text_len);
+
+/* Prepares a step in the current context: the descriptors, the heuristic's allowed candidates and
+ * the one `algo` picks (KFORGE_VENDOR_NO_ALGORITHM, saying how many there are, when the index is
+ * past them; KFORGE_VENDOR_UNAVAILABLE when this build lacks the library). On failure *state is
+ * NULL. Not timed; may take milliseconds (a cuDNN execution plan). */
+KFORGE_VENDOR_API int kforge_vendor_step_prepare(const KforgeStep* step, void** state, char* error, size_t error_len);
+
+/* What was chosen, for the record: "cuBLASLt algo 21 (tile 128x128, stages 3, no split-K, FMA),
+ * 1 of 8 candidates, workspace 0 B" or "cuDNN engine 12 (knobs ...), 3 of 5 allowed configurations".
+ * The string lives as long as the state. */
+KFORGE_VENDOR_API const char* kforge_vendor_step_chosen(void* state);
+
+/* Enqueues the step on `cu_stream` with the run's operand addresses (`count` of them, in the order
+ * above); no synchronization, no allocation. */
+KFORGE_VENDOR_API int kforge_vendor_step_run(void* state, const unsigned long long* operands, size_t count,
+                                             void* cu_stream, char* error, size_t error_len);
+
+/* Frees a step's descriptors and plan (no synchronization needed: nothing of it is in flight once the
+ * stream that ran it is idle). NULL is ignored. */
+KFORGE_VENDOR_API void kforge_vendor_step_release(void* state);
+
+/* Runs every kind of step on small generated problems (matmul: each transpose pair, batched and
+ * strided, alpha and beta, bias, each epilogue, fp32 and bf16; conv: 1D/2D/3D, stride, padding,
+ * dilation, groups, transposed, NCHW and NHWC, fp32), outputs NaN-poisoned first, against a host
+ * computation in fp64 under fp32 tolerances, and writes a summary or the first failure. Needs a GPU;
+ * for tests. */
+KFORGE_VENDOR_API int kforge_vendor_step_selftest(char* report, size_t report_len);
 
 #ifdef __cplusplus
 }
