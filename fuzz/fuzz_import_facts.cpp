@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cli/task_import.hpp"
 #include "core/task.hpp"
 #include "fuzz_support.hpp"
+#include "task/import.hpp"
 #include "util/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "cli/suite_manifest.hpp"
 #include "fuzz_support.hpp"
+#include "suite/manifest.hpp"
 #include "util/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)

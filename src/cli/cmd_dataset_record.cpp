@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "agents/call_record_json.hpp"
-#include "cli/inspect_report.hpp"
+#include "report/inspect_report.hpp"
 #include "search/budget.hpp"
 
 namespace kforge {

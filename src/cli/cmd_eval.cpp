@@ -14,7 +14,6 @@
 #include "cli/app.hpp"
 #include "cli/eval_command.hpp"
 #include "cli/option_checks.hpp"
-#include "cli/table.hpp"
 #include "core/param_sweep.hpp"
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
@@ -27,6 +26,7 @@
 #include "util/interrupt.hpp"
 #include "util/paths.hpp"
 #include "util/text.hpp"
+#include "util/text_table.hpp"
 
 namespace kforge {
 namespace {

@@ -13,7 +13,6 @@
 #include "archive/knowledge_base.hpp"
 #include "cli/app.hpp"
 #include "cli/cmd_optimize_common.hpp"
-#include "cli/table.hpp"
 #include "search/knowledge.hpp"
 #include "search/lesson_file.hpp"
 #include "util/error.hpp"
@@ -21,6 +20,7 @@
 #include "util/limits.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
+#include "util/text_table.hpp"
 
 namespace kforge {
 namespace {

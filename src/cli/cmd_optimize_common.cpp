@@ -3,7 +3,6 @@
 #include "cli/option_checks.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <random>
@@ -124,87 +123,6 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
     cmd->add_option("--gpu-share", o.gpu_share,
                     "share the run's one GPU (--gpus I,) with other runs through the locks in this folder (what "
                     "`kforge suite run` passes): measure only holding its measuring lock, search only in its turn");
-}
-
-Json RunConfig::to_json() const
-{
-    auto entries = [](const std::vector<ModelEntry>& list) {
-        Json json = Json::array();
-        for (const auto& m : list)
-            json.push_back(Json{{"spec", m.spec},
-                                {"weight", m.weight},
-                                {"temperature", m.temperature ? Json(*m.temperature) : Json()},
-                                {"max_output_tokens", m.max_output_tokens}});
-        return json;
-    };
-    return Json{{"search", search.to_json()},
-                {"models", entries(models)},
-                {"planner_models", entries(planner_models)},
-                {"knowledge", knowledge ? Json(*knowledge) : Json()},
-                {"provider", provider},
-                {"evaluator", evaluator}};
-}
-
-RunConfig RunConfig::from_json(const Json& json, const std::string& what)
-{
-    RunConfig config;
-    JsonReader reader(json, what);
-    if (!reader.is_object() || !reader.has("search"))
-        reader.fail("not the configuration of a `kforge optimize` run (no search settings)");
-    config.search = SearchConfig::from_json(reader.at("search").json(), what + ": search");
-    auto read_models = [&](std::string_view key, std::vector<ModelEntry>& into) {
-        if (!reader.has(key))
-            return;
-        for (const auto& m : reader.at(key).items()) {
-            ModelEntry entry;
-            entry.spec = m.at("spec").as_string();
-            entry.weight = m.get_number("weight", 1);
-            if (m.has("temperature") && !m.at("temperature").json().is_null())
-                entry.temperature = m.at("temperature").as_number();
-            entry.max_output_tokens = m.get_int("max_output_tokens", 8192);
-            into.push_back(entry);
-        }
-    };
-    read_models("models", config.models);
-    read_models("planner_models", config.planner_models);
-    if (reader.has("knowledge") && !reader.at("knowledge").json().is_null())
-        config.knowledge = reader.at("knowledge").as_string();
-    config.provider = json.value("provider", Json::object());
-    config.evaluator = json.value("evaluator", Json::object());
-    return config;
-}
-
-double parse_duration(const std::string& text)
-{
-    std::string body = trim(text);
-    double total = 0;
-    size_t i = 0;
-    bool any = false;
-    while (i < body.size()) {
-        size_t start = i;
-        while (i < body.size() && (std::isdigit(static_cast<unsigned char>(body[i])) || body[i] == '.'))
-            ++i;
-        if (start == i)
-            fail(ErrorKind::usage, "--time '{}': expected a duration such as 90m, 2h, 1h30m or 3600", text);
-        double value = 0;
-        auto [end, ec] = std::from_chars(body.data() + start, body.data() + i, value);
-        if (ec != std::errc() || end != body.data() + i)
-            fail(ErrorKind::usage, "--time '{}': '{}' is not a number", text, body.substr(start, i - start));
-        double unit = 1;
-        if (i < body.size()) {
-            char c = body[i++];
-            unit = c == 'h' ? 3600 : c == 'm' ? 60 : c == 's' ? 1 : -1;
-            if (unit < 0)
-                fail(ErrorKind::usage, "--time '{}': unknown unit '{}' (use h, m or s)", text, c);
-        }
-        total += value * unit;
-        any = true;
-    }
-    if (!any || !(total > 0))
-        fail(ErrorKind::usage, "--time '{}': expected a positive duration such as 90m, 2h or 3600", text);
-    if (total > k_max_session_seconds)
-        fail(ErrorKind::usage, "--time '{}': at most a year ({:.0f} s)", text, k_max_session_seconds);
-    return total;
 }
 
 void apply_session_options(const SessionOptions& o, const BudgetBase& base, RunConfig& config)

@@ -1,13 +1,6 @@
 // What `kforge optimize` and `kforge resume` share: their options, the run configuration stored in
-// the archive, building the proposer, models, knowledge base and evaluator of a session, and
-// printing the summary.
-//
-// The run configuration (RunInfo::config) is what a resumed run needs to continue the same run:
-// {"search": SearchConfig, "models": [{"spec", "weight", "temperature", "max_output_tokens"}],
-//  "planner_models": [same; empty: the models plan too], "knowledge": path or null,
-//  "provider": {timeouts, retries, pricing, prompts, menus},
-//  "evaluator": {"arch", "compile_workers", "deadline_s", "gpus"}}. It never holds a key or the run
-// secret.
+// the archive (search/run_config.hpp) made from them, building the proposer, models, knowledge base
+// and evaluator of a session, and printing the summary.
 #pragma once
 
 #include <memory>
@@ -22,6 +15,7 @@
 #include "agents/prompt_library.hpp"
 #include "archive/knowledge_base.hpp"
 #include "evaluator/evaluator.hpp"
+#include "search/run_config.hpp"
 #include "search/search.hpp"
 #include "util/mpi_world.hpp"
 
@@ -71,25 +65,6 @@ double parse_amount(const std::string& text, const char* flag, double base, Amou
 // Throws Error(usage) naming the flag. Defined in cmd_optimize.cpp.
 void check_optimize_flags(const std::vector<std::string>& flags);
 
-// The parts of the run configuration besides the search settings.
-struct ModelEntry {
-    std::string spec;              // as parse_model_spec reads it
-    double weight = 1;
-    std::optional<double> temperature;
-    int64_t max_output_tokens = 8192;
-};
-struct RunConfig {
-    SearchConfig search;
-    std::vector<ModelEntry> models; // empty: the builtin proposer
-    std::vector<ModelEntry> planner_models; // two-phase proposals' planners; empty: `models`
-    std::optional<std::string> knowledge; // null: --no-knowledge
-    Json provider = Json::object();
-    Json evaluator = Json::object();
-
-    Json to_json() const;
-    static RunConfig from_json(const Json& json, const std::string& what);
-};
-
 // Applies the session flags to `config`. `base` holds what the archive has used so far (0 for a new
 // run): "+N" budgets count from there. Throws Error(usage) for malformed values.
 struct BudgetBase {
@@ -98,9 +73,6 @@ struct BudgetBase {
     double cost_usd = 0;
 };
 void apply_session_options(const SessionOptions& options, const BudgetBase& base, RunConfig& config);
-
-// "90m", "2h", "1h30m", "45s", "3600" -> seconds. Throws Error(usage).
-double parse_duration(const std::string& text);
 
 // Under an MPI launcher (util/mpi_world.hpp), joins the MPI world; null on a plain run, which never
 // touches MPI. Throws Error(runtime) when the launch cannot work (kforge built without MPI, a

@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include "cli/cmd_optimize_common.hpp"
-#include "cli/table.hpp"
 #include "core/task.hpp"
 #include "search/progress.hpp"
 #include "search/summary.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
+#include "util/text_table.hpp"
 
 namespace kforge {
 namespace {
