@@ -1,6 +1,7 @@
 // Conv self-test problems: 1-D, 2-D and 3-D, stride, padding, dilation, groups (depthwise too),
 // transposed with output_padding (below the stride, and at or past it below the dilation), NCHW and
-// channels last, fp32.
+// channels last, fp32. Most have no workspace, as most plans will not; a few have one, so that the
+// engines that need one are checked too.
 //
 // The host computes every convolution as a 3-D one, a 1-D or 2-D problem getting leading unit
 // dimensions, straight from the definitions: forward, y[o] sums x[o * stride - padding +
@@ -30,22 +31,25 @@ constexpr unsigned long long k_conv_mib = 1ull << 20;
 
 const ConvCase k_conv_cases[] = {
     {"2-D 3x3 pad 1", 2, 2, 3, 8, 1, {13, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, false, 0},
-    {"2-D 3x2 stride 2 dilation (2,1)", 2, 2, 4, 6, 1, {15, 12}, {3, 2}, {2, 2}, {2, 1}, {2, 1}, {0, 0}, false, false, 0},
+    {"2-D 3x2 stride 2 dilation (2,1) workspace", 2, 2, 4, 6, 1, {15, 12}, {3, 2}, {2, 2}, {2, 1}, {2, 1}, {0, 0}, false,
+     false, 32 * k_conv_mib},
     {"2-D groups 3", 2, 1, 6, 9, 3, {10, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, false, 0},
     {"2-D depthwise", 2, 2, 8, 8, 8, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, false, 0},
     {"1-D stride 2", 1, 2, 4, 5, 1, {37}, {5}, {2}, {2}, {1}, {0}, false, false, 0},
-    {"3-D 3x3x3 pad 1", 3, 1, 2, 3, 1, {7, 6, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, false, false, 0},
+    {"3-D 3x3x3 pad 1 workspace", 3, 1, 2, 3, 1, {7, 6, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, false,
+     false, 32 * k_conv_mib},
     {"2-D channels last", 2, 2, 3, 8, 1, {13, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, true, 0},
     {"2-D workspace 64 MiB", 2, 4, 32, 32, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, false,
      64 * k_conv_mib},
     {"transposed 2-D stride 2 output_padding 1", 2, 2, 4, 6, 1, {9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, true,
      false, 0},
-    {"transposed 1-D groups 2 dilation 2", 1, 2, 4, 6, 2, {20}, {3}, {1}, {2}, {2}, {0}, true, false, 0},
+    {"transposed 1-D groups 2 dilation 2 workspace", 1, 2, 4, 6, 2, {20}, {3}, {1}, {2}, {2}, {0}, true, false,
+     32 * k_conv_mib},
     {"transposed 2-D output_padding 1 at stride 1 dilation 2", 2, 2, 3, 4, 1, {7, 6}, {3, 3}, {1, 1}, {1, 2}, {2, 2},
      {1, 1}, true, false, 0},
     {"transposed 2-D channels last", 2, 1, 3, 4, 1, {8, 8}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, true, true, 0},
-    {"transposed 3-D stride 2", 3, 1, 2, 3, 1, {4, 5, 3}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 0, 1}, true,
-     false, 0},
+    {"transposed 3-D stride 2 workspace", 3, 1, 2, 3, 1, {4, 5, 3}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1},
+     {1, 0, 1}, true, false, 32 * k_conv_mib},
 };
 
 // A case's spatial parameters as three dimensions, unit ones first.
