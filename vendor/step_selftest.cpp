@@ -19,7 +19,8 @@
 namespace kforge::vendor {
 namespace {
 
-// More than cuBLASLt's 32 heuristic results or any engine list seen; a bound, not a sample.
+// A bound on the indexes tried per problem, above the 32 results asked of cuBLASLt's heuristic;
+// a longer cuDNN list than this would be tested only in part.
 constexpr long long k_max_algorithms = 64;
 
 // A prepared step, released at scope exit.
