@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "step.hpp"
 #include "vendor_routine.hpp"
 
 namespace kforge::vendor {
@@ -47,26 +48,6 @@ const RoutineEntry* find_routine(const char* name)
         if (name && std::strcmp(entry.name, name) == 0)
             return &entry;
     return nullptr;
-}
-
-// Runs `body`, turning any exception into a status and a message.
-template <typename Body>
-int guarded(char* error, size_t error_len, Body body)
-{
-    try {
-        body();
-        copy_text("", error, error_len);
-        return KFORGE_VENDOR_OK;
-    } catch (const VendorFailure& e) {
-        copy_text(e.what(), error, error_len);
-        return static_cast<int>(e.status());
-    } catch (const std::exception& e) {
-        copy_text(fmt::format("libkforge_vendor: {}", e.what()), error, error_len);
-        return KFORGE_VENDOR_LIBRARY_ERROR;
-    } catch (...) {
-        copy_text("libkforge_vendor: an unknown exception", error, error_len);
-        return KFORGE_VENDOR_LIBRARY_ERROR;
-    }
 }
 
 const RoutineEntry& available_routine(const char* name)
@@ -126,6 +107,9 @@ const char* kforge_vendor_versions(void)
 #if KFORGE_VENDOR_HAVE_CUSPARSE
         text += cusparse_version() + ", ";
 #endif
+        for (const std::string& library : {cublaslt_version(), cudnn_build_version()})
+            if (!library.empty())
+                text += library + ", ";
         text += cub_version();
         text += fmt::format(", CUDA runtime {}.{} (static)", CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
         return text;

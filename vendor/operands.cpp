@@ -123,6 +123,15 @@ Fn driver_entry(const char* symbol)
 
 } // namespace
 
+void* current_cuda_context()
+{
+    auto get_current = driver_entry<CUresult (*)(CUcontext*)>("cuCtxGetCurrent");
+    CUcontext current = nullptr;
+    if (get_current(&current) != CUDA_SUCCESS)
+        return nullptr;
+    return current;
+}
+
 void attach_to_primary_context()
 {
     // The runtime adopts the context current on this thread (the worker's), or makes device 0's

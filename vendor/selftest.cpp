@@ -15,20 +15,17 @@
 #include "vendor_routine.hpp"
 
 namespace kforge::vendor {
-namespace {
 
-double decode(const std::string& dtype, const uint8_t* bytes)
+double decode_element(const std::string& dtype, const uint8_t* bytes)
 {
     if (dtype == "f32") {
         float v = 0;
         std::memcpy(&v, bytes, sizeof v);
         return v;
     }
-    if (dtype == "bf16") {
-        uint32_t bits = static_cast<uint32_t>(bytes[0] | (bytes[1] << 8)) << 16;
-        float v = 0;
-        std::memcpy(&v, &bits, sizeof v);
-        return v;
+    if (dtype == "bf16" || dtype == "f16") {
+        uint16_t bits = static_cast<uint16_t>(bytes[0] | (bytes[1] << 8));
+        return dtype == "bf16" ? from_bf16(bits) : from_f16(bits);
     }
     if (dtype == "u32") {
         uint32_t v = 0;
@@ -38,6 +35,8 @@ double decode(const std::string& dtype, const uint8_t* bytes)
     return bytes[0];
 }
 
+namespace {
+
 std::string element_name(const HostTensor& t, uint64_t index)
 {
     if (t.row_length > 0)
@@ -45,13 +44,14 @@ std::string element_name(const HostTensor& t, uint64_t index)
     return fmt::format("{}[{}]", t.name, index);
 }
 
-// "" when `got` matches the tensor's expected values; otherwise the first mismatch.
-std::string compare(const HostTensor& t, const std::vector<uint8_t>& got)
+} // namespace
+
+std::string compare_output(const HostTensor& t, const std::vector<uint8_t>& got)
 {
     size_t width = element_bytes(t.dtype);
     uint64_t mismatches = 0, first = 0;
     for (uint64_t i = 0; i < t.count; ++i) {
-        double value = decode(t.dtype, &got[i * width]);
+        double value = decode_element(t.dtype, &got[i * width]);
         double want = t.expected[i];
         bool ok = t.exact ? value == want : std::isfinite(value) && std::fabs(value - want) <= t.atol + t.rtol * std::fabs(want);
         if (!ok && mismatches++ == 0)
@@ -62,28 +62,8 @@ std::string compare(const HostTensor& t, const std::vector<uint8_t>& got)
     std::string rule = t.exact ? "exact match required" : fmt::format("allowed {:.3g} + {:.3g}*|expected|", t.atol, t.rtol);
     return fmt::format("{} of {} elements of '{}' differ; first {}: expected {:.9g}, got {:.9g} ({})", mismatches,
                        t.count, t.name, element_name(t, first), t.expected[first],
-                       decode(t.dtype, &got[first * width]), rule);
+                       decode_element(t.dtype, &got[first * width]), rule);
 }
-
-// A stream of the runtime, destroyed at scope exit.
-class Stream
-{
-public:
-    Stream() { KF_CUDART_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking)); }
-    ~Stream() { cudaStreamDestroy(m_stream); }
-    Stream(const Stream&) = delete;
-    Stream& operator=(const Stream&) = delete;
-    cudaStream_t get() const { return m_stream; }
-
-private:
-    cudaStream_t m_stream = nullptr;
-};
-
-// A prepared state, released at scope exit.
-struct PreparedState {
-    void* state = nullptr;
-    ~PreparedState() { kforge_vendor_release(state); }
-};
 
 void check_call(int status, const char* error, const std::string& where)
 {
@@ -91,10 +71,22 @@ void check_call(int status, const char* error, const std::string& where)
         fail(static_cast<Status>(status), fmt::format("{}: {}", where, error));
 }
 
+SelftestStream::SelftestStream() { KF_CUDART_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking)); }
+
+SelftestStream::~SelftestStream() { cudaStreamDestroy(m_stream); }
+
+namespace {
+
+// A prepared state, released at scope exit.
+struct PreparedState {
+    void* state = nullptr;
+    ~PreparedState() { kforge_vendor_release(state); }
+};
+
 // Runs one problem; throws VendorFailure (mismatch or the failing call's status).
 void run_problem(const std::string& routine, const Problem& problem)
 {
-    Stream stream;
+    SelftestStream stream;
     std::vector<std::unique_ptr<DeviceBuffer>> buffers;
     std::vector<KforgeVendorTensor> tensors;
     for (const auto& t : problem.tensors) {
@@ -129,7 +121,7 @@ void run_problem(const std::string& routine, const Problem& problem)
             if (!t.is_output && got != t.data)
                 fail(Status::mismatch, fmt::format("{}: the input '{}' was modified", where, t.name));
             if (t.is_output)
-                if (std::string problem_text = compare(t, got); !problem_text.empty())
+                if (std::string problem_text = compare_output(t, got); !problem_text.empty())
                     fail(Status::mismatch, fmt::format("{}: {}", where, problem_text));
         }
     }

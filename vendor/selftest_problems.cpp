@@ -15,77 +15,15 @@
 namespace kforge::vendor {
 namespace {
 
-class Rng
-{
-public:
-    explicit Rng(uint64_t seed) : m_state(seed) {}
-    uint64_t next()
-    {
-        uint64_t z = (m_state += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
-    // Uniform on [low, high), rounded to fp32.
-    float uniform(double low, double high)
-    {
-        return static_cast<float>(low + (high - low) * static_cast<double>(next() >> 11) * 0x1.0p-53);
-    }
-
-private:
-    uint64_t m_state;
-};
-
-// fp32 -> bf16 with round-to-nearest-even (inputs here are finite).
-uint16_t to_bf16(float value)
-{
-    uint32_t bits = 0;
-    std::memcpy(&bits, &value, sizeof bits);
-    bits += 0x7fffu + ((bits >> 16) & 1u);
-    return static_cast<uint16_t>(bits >> 16);
-}
-
-float from_bf16(uint16_t half)
-{
-    uint32_t bits = static_cast<uint32_t>(half) << 16;
-    float value = 0;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-}
-
-template <typename T>
-HostTensor input(const std::string& name, const std::string& dtype, const std::vector<T>& values)
-{
-    HostTensor t{name, dtype, values.size(), {}, false, {}, 0, 0, false, 0};
-    t.data.resize(values.size() * sizeof(T));
-    std::memcpy(t.data.data(), values.data(), t.data.size());
-    return t;
-}
-
-HostTensor output(const std::string& name, const std::string& dtype, std::vector<double> expected, double atol,
-                  double rtol, uint64_t row_length = 0)
-{
-    uint64_t count = expected.size();
-    return HostTensor{name, dtype, count, {}, true, std::move(expected), atol, rtol, false, row_length};
-}
-
 HostTensor exact_output(const std::string& name, const std::string& dtype, std::vector<double> expected,
                         uint64_t row_length = 0)
 {
-    HostTensor t = output(name, dtype, std::move(expected), 0, 0, row_length);
+    HostTensor t = host_output(name, dtype, std::move(expected), 0, 0, row_length);
     t.exact = true;
     return t;
 }
 
 HostValue integer(const std::string& name, int64_t value) { return HostValue{name, value, static_cast<double>(value)}; }
-
-std::vector<float> uniform_floats(Rng& rng, size_t count, double low, double high)
-{
-    std::vector<float> values(count);
-    for (auto& v : values)
-        v = rng.uniform(low, high);
-    return values;
-}
 
 struct Gemm {
     int64_t m, n, k;
@@ -108,8 +46,8 @@ std::vector<Problem> sgemm_problems()
                     c[i * g.n + j] += static_cast<double>(a[i * g.k + p]) * b[p * g.n + j];
         double atol = 3e-5 * std::sqrt(static_cast<double>(g.k));
         problems.push_back(Problem{gemm_label(g),
-                                   {input("A", "f32", a), input("B", "f32", b),
-                                    output("C", "f32", std::move(c), atol, 0, static_cast<uint64_t>(g.n))},
+                                   {host_input("A", "f32", a), host_input("B", "f32", b),
+                                    host_output("C", "f32", std::move(c), atol, 0, static_cast<uint64_t>(g.n))},
                                    {integer("M", g.m), integer("N", g.n), integer("K", g.k)}});
     }
     return problems;
@@ -132,8 +70,8 @@ std::vector<Problem> gemm_bf16_problems()
                     c[i * g.n + j] += static_cast<double>(from_bf16(a[i * g.k + p])) * from_bf16(b[j * g.k + p]);
         double atol = 1e-4 * std::sqrt(static_cast<double>(g.k));
         problems.push_back(Problem{gemm_label(g),
-                                   {input("A", "bf16", a), input("B", "bf16", b),
-                                    output("C", "bf16", std::move(c), atol, 1.6e-2, static_cast<uint64_t>(g.n))},
+                                   {host_input("A", "bf16", a), host_input("B", "bf16", b),
+                                    host_output("C", "bf16", std::move(c), atol, 1.6e-2, static_cast<uint64_t>(g.n))},
                                    {integer("M", g.m), integer("N", g.n), integer("K", g.k)}});
     }
     return problems;
@@ -151,7 +89,7 @@ std::vector<Problem> saxpy_problems()
         for (size_t i = 0; i < z.size(); ++i)
             z[i] = static_cast<double>(a) * x[i] + y[i];
         problems.push_back(Problem{fmt::format("n={}", n),
-                                   {input("x", "f32", x), input("y", "f32", y), output("z", "f32", std::move(z), 1e-6, 1e-6)},
+                                   {host_input("x", "f32", x), host_input("y", "f32", y), host_output("z", "f32", std::move(z), 1e-6, 1e-6)},
                                    {integer("n", n), HostValue{"a", 1, static_cast<double>(a)}}});
     }
     return problems;
@@ -168,7 +106,7 @@ std::vector<Problem> transpose_problems()
             for (int64_t j = 0; j < n; ++j)
                 out[j * m + i] = in[i * n + j];
         problems.push_back(Problem{fmt::format("M={},N={}", m, n),
-                                   {input("in", "f32", in), exact_output("out", "f32", std::move(out), static_cast<uint64_t>(m))},
+                                   {host_input("in", "f32", in), exact_output("out", "f32", std::move(out), static_cast<uint64_t>(m))},
                                    {integer("M", m), integer("N", n)}});
     }
     return problems;
@@ -190,7 +128,7 @@ std::vector<Problem> reduce_problems()
             sum_abs += std::fabs(v);
         }
         problems.push_back(Problem{fmt::format("n={}", n),
-                                   {input("x", "f32", x), output("out", "f32", {sum}, 1e-5 * sum_abs, 0)},
+                                   {host_input("x", "f32", x), host_output("out", "f32", {sum}, 1e-5 * sum_abs, 0)},
                                    {integer("n", n)}});
     }
     return problems;
@@ -208,7 +146,7 @@ std::vector<Problem> scan_problems()
         uint32_t running = 0;
         for (size_t i = 0; i < in.size(); ++i)
             out[i] = running += in[i];
-        problems.push_back(Problem{fmt::format("n={}", n), {input("in", "u32", in), exact_output("out", "u32", std::move(out))},
+        problems.push_back(Problem{fmt::format("n={}", n), {host_input("in", "u32", in), exact_output("out", "u32", std::move(out))},
                                    {integer("n", n)}});
     }
     return problems;
@@ -227,7 +165,7 @@ std::vector<Problem> histogram_problems()
             hist[v] += 1;
         }
         problems.push_back(Problem{fmt::format("n={},COLD={}", n, cold_percent),
-                                   {input("data", "u8", data), exact_output("hist", "u32", std::move(hist))},
+                                   {host_input("data", "u8", data), exact_output("hist", "u32", std::move(hist))},
                                    {integer("n", n)}});
     }
     return problems;
@@ -259,8 +197,8 @@ Problem csr_problem(Rng& rng, int64_t cols, const std::vector<int64_t>& lengths)
     auto rows = static_cast<int64_t>(lengths.size());
     auto nnz = static_cast<int64_t>(col_idx.size());
     return Problem{fmt::format("R={},C={},NNZ={}", rows, cols, nnz),
-                   {input("row_ptr", "i32", row_ptr), input("col_idx", "i32", col_idx), input("vals", "f32", vals),
-                    input("x", "f32", x), output("y", "f32", std::move(y), 1e-5 * max_abs, 1e-5)},
+                   {host_input("row_ptr", "i32", row_ptr), host_input("col_idx", "i32", col_idx), host_input("vals", "f32", vals),
+                    host_input("x", "f32", x), host_output("y", "f32", std::move(y), 1e-5 * max_abs, 1e-5)},
                    {integer("R", rows), integer("C", cols), integer("NNZ", nnz)}};
 }
 
@@ -282,11 +220,101 @@ std::vector<Problem> spmv_problems()
 
 } // namespace
 
+uint64_t Rng::next()
+{
+    uint64_t z = (m_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+float Rng::uniform(double low, double high)
+{
+    return static_cast<float>(low + (high - low) * static_cast<double>(next() >> 11) * 0x1.0p-53);
+}
+
+std::vector<float> uniform_floats(Rng& rng, size_t count, double low, double high)
+{
+    std::vector<float> values(count);
+    for (auto& v : values)
+        v = rng.uniform(low, high);
+    return values;
+}
+
+// The generated inputs are finite, so neither conversion handles NaN payloads specially.
+uint16_t to_bf16(float value)
+{
+    uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+float from_bf16(uint16_t half)
+{
+    uint32_t bits = static_cast<uint32_t>(half) << 16;
+    float value = 0;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+uint16_t to_f16(float value)
+{
+    uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    uint32_t sign = (bits >> 16) & 0x8000u;
+    int32_t exponent = static_cast<int32_t>((bits >> 23) & 0xffu) - 127 + 15;
+    uint32_t mantissa = bits & 0x7fffffu;
+    if (((bits >> 23) & 0xffu) == 0xffu)
+        return static_cast<uint16_t>(sign | 0x7c00u | (mantissa ? 0x200u : 0u));
+    if (exponent >= 31)
+        return static_cast<uint16_t>(sign | 0x7c00u);
+    if (exponent <= 0) {
+        // A subnormal half: the 24-bit significand shifted so its unit is 2^-24.
+        if (exponent < -10)
+            return static_cast<uint16_t>(sign);
+        mantissa |= 0x800000u;
+        auto shift = static_cast<uint32_t>(14 - exponent);
+        uint32_t half = mantissa >> shift, rest = mantissa & ((1u << shift) - 1), middle = 1u << (shift - 1);
+        if (rest > middle || (rest == middle && (half & 1u)))
+            ++half;
+        return static_cast<uint16_t>(sign | half);
+    }
+    uint32_t half = sign | (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
+    uint32_t rest = mantissa & 0x1fffu;
+    // A carry out of the mantissa rounds up into the exponent, as it should.
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
+        ++half;
+    return static_cast<uint16_t>(half);
+}
+
+float from_f16(uint16_t half)
+{
+    uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+    uint32_t exponent = (half >> 10) & 0x1fu, mantissa = half & 0x3ffu;
+    if (exponent == 0) {
+        float value = std::ldexp(static_cast<float>(mantissa), -24);
+        return sign ? -value : value;
+    }
+    uint32_t bits = exponent == 31 ? sign | 0x7f800000u | (mantissa << 13)
+                                   : sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
+    float value = 0;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+HostTensor host_output(const std::string& name, const std::string& dtype, std::vector<double> expected, double atol,
+                       double rtol, uint64_t row_length)
+{
+    uint64_t count = expected.size();
+    return HostTensor{name, dtype, count, {}, true, std::move(expected), atol, rtol, false, row_length};
+}
+
 size_t element_bytes(const std::string& dtype)
 {
     if (dtype == "f32" || dtype == "u32" || dtype == "i32")
         return 4;
-    if (dtype == "bf16")
+    if (dtype == "bf16" || dtype == "f16")
         return 2;
     if (dtype == "u8")
         return 1;

@@ -24,6 +24,7 @@ enum class Status {
     bad_bindings = KFORGE_VENDOR_BAD_BINDINGS,
     library_error = KFORGE_VENDOR_LIBRARY_ERROR,
     mismatch = KFORGE_VENDOR_MISMATCH,
+    no_algorithm = KFORGE_VENDOR_NO_ALGORITHM,
 };
 
 class VendorFailure : public std::runtime_error
@@ -41,6 +42,27 @@ private:
 
 // Copies `text` into a caller's buffer of `out_len` bytes, truncated and NUL-terminated.
 void copy_text(const std::string& text, char* out, size_t out_len);
+
+// Runs `body` for a C entry point, turning any exception into a status and a message in `error`
+// (cleared on success), so that no exception crosses the C interface.
+template <typename Body>
+int guarded(char* error, size_t error_len, Body body)
+{
+    try {
+        body();
+        copy_text("", error, error_len);
+        return static_cast<int>(Status::ok);
+    } catch (const VendorFailure& e) {
+        copy_text(e.what(), error, error_len);
+        return static_cast<int>(e.status());
+    } catch (const std::exception& e) {
+        copy_text(std::string("libkforge_vendor: ") + e.what(), error, error_len);
+        return static_cast<int>(Status::library_error);
+    } catch (...) {
+        copy_text("libkforge_vendor: an unknown exception", error, error_len);
+        return static_cast<int>(Status::library_error);
+    }
+}
 
 // Text of an error code of each API, for the check macros.
 std::string cudart_error_text(cudaError_t result);
@@ -143,6 +165,10 @@ std::unique_ptr<VendorRoutine> make_routine(const Operands& operands, Mode mode,
 // Initialises the CUDA runtime in the calling thread's current context (device 0's primary
 // context when none is current) and fails unless that context is device 0's primary context.
 void attach_to_primary_context();
+
+// The driver context current on the calling thread (a CUcontext), or nullptr when there is none.
+// Library handles that live for the whole process remember the context they were made in.
+void* current_cuda_context();
 
 // A member that runs attach_to_primary_context() when it is constructed; declared first in a
 // routine's session, it makes the context check precede every allocation.
