@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "agents/prompt_sections.hpp"
+#include "core/library_step.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
@@ -86,7 +87,8 @@ std::string render_propose_system(const PromptLibrary& library, const Task& task
                           {{"max_threads_per_block", std::to_string(limits.max_threads_per_block)},
                            {"max_dynamic_smem", std::to_string(limits.max_dynamic_smem)},
                            {"max_launches", std::to_string(limits.max_launches)},
-                           {"max_param_points", std::to_string(limits.max_param_points)}});
+                           {"max_param_points", std::to_string(limits.max_param_points)},
+                           {"library_steps", task_suits_library_steps(task) ? "yes" : ""}});
 }
 
 Prompt build_proposal_prompt(const PromptLibrary& library, const ProposalContext& context, PromptTrim trim_level)

@@ -27,26 +27,17 @@ auto as_plan_error(F&& body) -> decltype(body())
     }
 }
 
-Expr parse_expr_field(const JsonReader& field)
-{
-    try {
-        return Expr::parse(field.as_expr_text());
-    } catch (const ExprError& e) {
-        field.fail(e.what());
-    }
-}
-
 std::array<Expr, 3> parse_dim3(const JsonReader& field)
 {
     if (field.is_number() || field.is_string()) {
-        return {parse_expr_field(field), Expr::constant(1), Expr::constant(1)};
+        return {parse_plan_expr(field), Expr::constant(1), Expr::constant(1)};
     }
     size_t n = field.size();
     if (n < 1 || n > 3)
         field.fail(fmt::format("expected 1 to 3 dimensions, found {}", n));
     std::array<Expr, 3> dims{Expr::constant(1), Expr::constant(1), Expr::constant(1)};
     for (size_t i = 0; i < n; ++i)
-        dims[i] = parse_expr_field(field.at(i));
+        dims[i] = parse_plan_expr(field.at(i));
     return dims;
 }
 
@@ -62,7 +53,7 @@ PlanArg parse_plan_arg(const JsonReader& field)
         if (rank < 1 || rank > 5)
             box.fail(fmt::format("expected 1 to 5 box extents (one per dimension of the tensor), found {}", rank));
         for (size_t i = 0; i < rank; ++i)
-            map.box.push_back(parse_expr_field(box.at(i)));
+            map.box.push_back(parse_plan_expr(box.at(i)));
         if (auto swizzle = field.find("swizzle")) {
             int64_t bytes = swizzle->as_int();
             if (bytes != 0 && bytes != 32 && bytes != 64 && bytes != 128)
@@ -76,7 +67,7 @@ PlanArg parse_plan_arg(const JsonReader& field)
     if (field.is_object()) {
         field.allow_only({"value", "dtype"});
         arg.text = field.at("value").as_expr_text();
-        arg.value = parse_expr_field(field.at("value"));
+        arg.value = parse_plan_expr(field.at("value"));
         if (auto dtype_field = field.find("dtype")) {
             auto dtype = parse_dtype(dtype_field->as_string());
             if (!dtype || dtype_is_float(*dtype))
@@ -88,7 +79,7 @@ PlanArg parse_plan_arg(const JsonReader& field)
         return arg;
     }
     arg.text = field.as_expr_text();
-    Expr parsed = parse_expr_field(field);
+    Expr parsed = parse_plan_expr(field);
     // A bare identifier names a buffer or scalar; anything else is an expression. Which names exist
     // is decided against the task by validate_plan.
     bool bare_name = !arg.text.empty() && parsed.names().size() == 1 && *parsed.names().begin() == trim(arg.text);
@@ -98,6 +89,15 @@ PlanArg parse_plan_arg(const JsonReader& field)
 }
 
 } // namespace
+
+Expr parse_plan_expr(const JsonReader& field)
+{
+    try {
+        return Expr::parse(field.as_expr_text());
+    } catch (const ExprError& e) {
+        field.fail(e.what());
+    }
+}
 
 std::optional<Json> extract_plan_json(std::string_view source)
 {
@@ -211,7 +211,7 @@ Plan parse_plan(const Json& json, std::string_view where)
         if (auto scratch = root.find("scratch")) {
             for (const auto& entry : scratch->items()) {
                 entry.allow_only({"name", "bytes"});
-                PlanScratch s{entry.at("name").as_string(), parse_expr_field(entry.at("bytes"))};
+                PlanScratch s{entry.at("name").as_string(), parse_plan_expr(entry.at("bytes"))};
                 plan.scratch.push_back(std::move(s));
             }
         }
@@ -223,19 +223,25 @@ Plan parse_plan(const Json& json, std::string_view where)
             launches.fail(fmt::format("at most {} launches, found {} (a launch may 'repeat')", k_max_plan_launches,
                                       launches.size()));
         for (const auto& entry : launches.items()) {
+            if (entry.is_object() && entry.has("library")) {
+                PlanLaunch step;
+                step.library = parse_library_step(entry);
+                plan.launches.push_back(std::move(step));
+                continue;
+            }
             entry.allow_only({"kernel", "grid", "block", "smem", "args", "repeat", "swap"});
             PlanLaunch launch;
             launch.kernel = entry.at("kernel").as_string();
             launch.grid = parse_dim3(entry.at("grid"));
             launch.block = parse_dim3(entry.at("block"));
-            launch.smem = entry.has("smem") ? parse_expr_field(entry.at("smem")) : Expr::constant(0);
+            launch.smem = entry.has("smem") ? parse_plan_expr(entry.at("smem")) : Expr::constant(0);
             JsonReader args = entry.at("args");
             if (args.size() > k_max_launch_args)
                 args.fail(fmt::format("at most {} arguments, found {}", k_max_launch_args, args.size()));
             for (const auto& arg : args.items())
                 launch.args.push_back(parse_plan_arg(arg));
             if (auto repeat = entry.find("repeat"))
-                launch.repeat = parse_expr_field(*repeat);
+                launch.repeat = parse_plan_expr(*repeat);
             if (auto swap = entry.find("swap")) {
                 if (swap->size() != 2)
                     swap->fail("expected two buffer names to exchange after each iteration");

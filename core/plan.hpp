@@ -22,6 +22,9 @@
 // the tensor read as zero. The kernel declares it `const __grid_constant__` of a 64-byte-aligned
 // 128-byte type. A launch may `"repeat": "expr"` times with the loop index `iter` usable in its argument
 // expressions, and `"swap": ["a", "b"]` exchanges two buffers after every iteration (ping-pong).
+//
+// A launch may instead be a library step, `{"library": "matmul", ...}` (cuBLASLt) or
+// `{"library": "conv", ...}` (cuDNN): core/library_step.hpp and docs/library-steps.md.
 #pragma once
 
 #include <array>
@@ -33,6 +36,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "core/library_step.hpp"
 #include "util/expr.hpp"
 #include "util/json_reader.hpp"
 
@@ -54,7 +58,8 @@ struct PlanArg {
 };
 
 struct PlanLaunch {
-    std::string kernel;
+    std::string kernel;          // empty for a library step
+    std::optional<PlanLibraryStep> library;
     std::array<Expr, 3> grid;
     std::array<Expr, 3> block;
     Expr smem;                   // dynamic shared memory in bytes
@@ -98,6 +103,9 @@ std::string format_plan_json(const Json& value);
 // The source with its kforge:plan block replaced by `plan` (or a new block appended when it had
 // none). Throws PlanError when the existing block is malformed.
 std::string replace_plan_block(std::string_view source, const Json& plan);
+
+// An integer expression field of a plan (a number or a string), failing with the field's path.
+Expr parse_plan_expr(const JsonReader& field);
 
 // Parses the plan JSON (syntax and types; names are checked by validate_plan). `where` prefixes
 // messages, e.g. "plan" or "tasks/softmax.json: reference plan". Throws PlanError.

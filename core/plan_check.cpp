@@ -27,7 +27,9 @@ std::set<std::string> size_names(const Task& task)
 
 std::string launch_label(const Plan& plan, size_t index)
 {
-    return fmt::format("launches[{}] ({})", index, plan.launches[index].kernel);
+    const PlanLaunch& launch = plan.launches[index];
+    return fmt::format("launches[{}] ({})", index,
+                       launch.library ? std::string(library_op_name(launch.library->op)) : launch.kernel);
 }
 
 void require_known(const Expr& expr, const std::set<std::string>& known, const std::string& where)
@@ -149,7 +151,7 @@ std::vector<std::string> launched_kernels(const Plan& plan)
 {
     std::vector<std::string> kernels;
     for (const auto& launch : plan.launches)
-        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
+        if (!launch.library && std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
             kernels.push_back(launch.kernel);
     return kernels;
 }
@@ -187,6 +189,10 @@ void validate_plan(const Task& task, const Plan& plan, const std::vector<std::st
     for (size_t i = 0; i < plan.launches.size(); ++i) {
         const auto& launch = plan.launches[i];
         std::string where = launch_label(plan, i);
+        if (launch.library) {
+            validate_library_step(task, plan, *launch.library, int_names, where);
+            continue;
+        }
         if (std::find(kernel_names.begin(), kernel_names.end(), launch.kernel) == kernel_names.end()) {
             std::string hint = closest_match(launch.kernel, kernel_names);
             plan_fail(fmt::format("{}: the source has no __global__ function '{}'{} (kernels found: {})", where,
@@ -267,10 +273,22 @@ ResolvedPlan resolve_plan(const Task& task, const Plan& plan, const Shape& shape
         plan_fail(fmt::format("scratch: {} bytes in all {}, over the task's limit of {} bytes", scratch_total,
                               context, scratch_limit));
 
+    std::vector<std::pair<std::string, int64_t>> scratch_bytes;
+    for (const auto& s : resolved.scratch)
+        scratch_bytes.emplace_back(s.name, s.bytes);
     int64_t total_launches = 0;
     for (size_t i = 0; i < plan.launches.size(); ++i) {
         const auto& launch = plan.launches[i];
         std::string where = fmt::format("{} {}", launch_label(plan, i), context);
+        if (launch.library) {
+            if (++total_launches > task.limits.max_launches)
+                plan_fail(fmt::format("{}: {} launches in all, over the task's limit of {}", where, total_launches,
+                                      task.limits.max_launches));
+            ResolvedLaunch step;
+            step.library = resolve_library_step(task, *launch.library, shape, scope, scratch_bytes, where);
+            resolved.launches.push_back(std::move(step));
+            continue;
+        }
         int64_t repeat = launch.repeat ? eval_checked(*launch.repeat, scope, where + ": repeat") : 1;
         if (repeat < 0)
             plan_fail(fmt::format("{}: repeat is {}, which is negative", where, repeat));

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,8 @@ void validate_plan(const Task& task, const Plan& plan, const std::vector<std::st
 // PlanError when the block is malformed or there is neither (not validated: validate_plan).
 Plan source_plan(const Task& task, std::string_view source);
 
-// The kernels a plan launches, each once, in the order of its first launch.
+// The kernels a plan launches, each once, in the order of its first launch (library steps are no
+// kernels of the source and are left out).
 std::vector<std::string> launched_kernels(const Plan& plan);
 
 struct ResolvedArg {
@@ -49,7 +51,8 @@ struct ResolvedArg {
 };
 
 struct ResolvedLaunch {
-    std::string kernel;
+    std::string kernel;                          // empty for a library step
+    std::optional<ResolvedLibraryStep> library;  // a library step's numbers (core/library_step.hpp)
     std::array<uint32_t, 3> grid{1, 1, 1};
     std::array<uint32_t, 3> block{1, 1, 1};
     uint32_t smem = 0;

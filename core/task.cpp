@@ -521,6 +521,13 @@ Task parse_task(const std::string& spec_text, const std::string& file_label,
     } else {
         task.reference = load_kernel_file(reference, base_dir, task.default_plan, "reference");
         validate_kernel(reference, task.reference);
+        // The reference is kforge's ground truth, computed by its own kernels; library steps are for
+        // candidates (and seeds), whose results the reference then checks.
+        for (const auto& launch : task.reference.plan.launches)
+            if (launch.library)
+                reference.fail(fmt::format("{}: the reference's plan has a library step ({}); a reference runs "
+                                           "kernels only",
+                                           task.reference.path.string(), library_op_name(launch.library->op)));
     }
     if (auto seeds = root.find("seeds")) {
         for (const auto& entry : seeds->items()) {

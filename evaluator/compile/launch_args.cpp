@@ -57,6 +57,8 @@ std::string check_launch_arguments(const Task& task, const Plan& plan, const Com
     std::map<std::string, std::vector<uint32_t>> params = read_cubin_params(compiled.cubin);
     for (size_t i = 0; i < plan.launches.size(); ++i) {
         const PlanLaunch& launch = plan.launches[i];
+        if (launch.library)
+            continue; // the library's call, not a kernel of the source (core/library_step.hpp)
         auto lowered = compiled.lowered_names.find(launch.kernel);
         std::string symbol = lowered == compiled.lowered_names.end() ? launch.kernel : lowered->second;
         auto found = params.find(symbol);

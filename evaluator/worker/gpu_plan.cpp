@@ -1,6 +1,8 @@
 // Module loading, launch-limit checks, plan launches and deadline waits.
 #include "evaluator/worker/gpu_plan.hpp"
 
+#include "evaluator/worker/library_steps.hpp"
+
 #include <cstring>
 #include <thread>
 
@@ -38,6 +40,8 @@ std::string check_launch_limits(const LoadedKernels& kernels, const ResolvedPlan
 {
     for (size_t i = 0; i < plan.launches.size(); ++i) {
         const auto& launch = plan.launches[i];
+        if (launch.library)
+            continue; // the library's own kernels keep their own limits
         const FunctionInfo& info = kernels.info(launch.kernel);
         int threads = static_cast<int>(launch.block[0] * launch.block[1] * launch.block[2]);
         if (threads > info.max_threads_per_block)
@@ -108,11 +112,20 @@ std::vector<unsigned char> encode_tensor_map(const ResolvedArg& arg, CUdeviceptr
     return bytes;
 }
 
-void launch_plan(const LoadedKernels& kernels, const ResolvedPlan& plan, const BufferBindings& buffers, CUstream stream)
+void launch_plan(const LoadedKernels& kernels, const ResolvedPlan& plan, const BufferBindings& buffers, CUstream stream,
+                 const PlanSteps* steps)
 {
     const auto& cu = driver();
     // Argument storage must outlive each cuLaunchKernel call; one buffer per launch.
-    for (const auto& launch : plan.launches) {
+    for (size_t index = 0; index < plan.launches.size(); ++index) {
+        const auto& launch = plan.launches[index];
+        if (launch.library) {
+            if (!steps)
+                throw CudaError(CUDA_ERROR_INVALID_VALUE,
+                                fmt::format("launches[{}]: a library step, but no steps were prepared", index));
+            steps->run(index, buffers, stream);
+            continue;
+        }
         const FunctionInfo& info = kernels.info(launch.kernel);
         if (launch.smem > 48 * 1024 && static_cast<int>(launch.smem) > info.max_dynamic_smem)
             KF_CU_CHECK(cu.cuFuncSetAttribute(info.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

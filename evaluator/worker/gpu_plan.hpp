@@ -42,13 +42,16 @@ using BufferBindings = std::map<std::string, CUdeviceptr, std::less<>>;
 // shared memory vs the device's opt-in limit) and returns "" or the problem, phrased for the model.
 std::string check_launch_limits(const LoadedKernels& kernels, const ResolvedPlan& plan, const DeviceFacts& facts);
 
-// Enqueues every launch of `plan` on `stream`. Throws CudaError when a launch is refused.
 // The 128 bytes of a tensor-map argument (a CUtensorMap of the tensor at `address`), as the kernel
 // receives it by value. Throws CudaError when the driver refuses the description.
 std::vector<unsigned char> encode_tensor_map(const ResolvedArg& arg, CUdeviceptr address);
 
+class PlanSteps;
+
+// Enqueues every launch of `plan` on `stream`, its library steps through `steps` (prepared for this
+// plan; null when it has none). Throws CudaError when a launch is refused.
 void launch_plan(const LoadedKernels& kernels, const ResolvedPlan& plan, const BufferBindings& buffers,
-                 CUstream stream);
+                 CUstream stream, const PlanSteps* steps = nullptr);
 
 enum class WaitStatus { done, timeout };
 // Waits until the stream is idle or the deadline passes; throws CudaError when the work failed.

@@ -1,11 +1,14 @@
 // One variant through verification and timing; the order of the checks is in the header.
 #include "evaluator/worker/gpu_runner.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
 
+#include "evaluator/worker/library_steps.hpp"
+#include "evaluator/worker/vendor_baseline.hpp"
 #include "util/hash.hpp"
 #include "util/rng.hpp"
 
@@ -43,12 +46,11 @@ struct CandidateRunner::Loaded {
     LoadedKernels kernels;
     const VariantRequest& request;
     std::map<std::string, ResolvedPlan, std::less<>> plans; // by shape label
-    std::vector<std::string> kernel_order(const ResolvedPlan& plan) const
+    std::map<std::string, PlanSteps, std::less<>> steps;    // by shape label: plans with library steps
+    const PlanSteps* steps_for(const std::string& label) const
     {
-        std::vector<std::string> names;
-        for (const auto& launch : plan.launches)
-            names.push_back(launch.kernel);
-        return names;
+        auto it = steps.find(label);
+        return it == steps.end() ? nullptr : &it->second;
     }
 };
 
@@ -65,9 +67,7 @@ CandidateRunner::CandidateRunner(const Task& task, const GpuContext& context, co
 VariantOutcome CandidateRunner::run(const VariantRequest& request)
 {
     VariantOutcome outcome;
-    std::vector<std::string> kernel_names;
-    for (const auto& launch : request.plan.launches)
-        kernel_names.push_back(launch.kernel);
+    std::vector<std::string> kernel_names = launched_kernels(request.plan);
 
     // Loading can fail for reasons that are the candidate's (a kernel the plan names but the code
     // lacks after preprocessing, too much static shared memory).
@@ -105,12 +105,32 @@ VariantOutcome CandidateRunner::run(const VariantRequest& request)
         outcome.verdict = make_verdict(VerdictKind::plan_error, e.what());
         return outcome;
     }
-    // Occupancy on the largest bench shape (the one that matters most for speed).
+    // Library steps, prepared for every shape before any run: the library's choices are not timed,
+    // and a step it cannot prepare (an algo index past its candidates) is a verdict at once.
+    if (std::any_of(request.plan.launches.begin(), request.plan.launches.end(),
+                    [](const PlanLaunch& launch) { return launch.library.has_value(); })) {
+        Json chosen = Json::object();
+        for (const auto& [label, plan] : loaded->plans) {
+            PlanSteps steps(VendorLibrary::shared(), plan);
+            if (auto failure = steps.failure()) {
+                failure->message = fmt::format("{} (at {})", failure->message, label);
+                outcome.verdict = *failure;
+                return outcome;
+            }
+            chosen[label] = steps.chosen();
+            loaded->steps.emplace(label, std::move(steps));
+        }
+        outcome.resources["library_steps"] = chosen;
+    }
+    // Occupancy on the largest bench shape (the one that matters most for speed); a library step's
+    // kernels are the library's, so it shows as null.
     if (!m_task.bench.empty()) {
         const ResolvedPlan& plan = loaded->plans.at(m_task.bench.back().label);
         Json occupancy = Json::array();
         for (const auto& launch : plan.launches)
-            occupancy.push_back(theoretical_occupancy(loaded->kernels.info(launch.kernel), launch, m_context.facts()));
+            occupancy.push_back(launch.library ? Json()
+                                               : Json(theoretical_occupancy(loaded->kernels.info(launch.kernel), launch,
+                                                                            m_context.facts())));
         outcome.resources["theoretical_occupancy"] = occupancy;
     }
 
@@ -264,7 +284,7 @@ std::optional<Verdict> CandidateRunner::run_and_check(const Loaded& loaded, cons
     m_workspace.prepare(shape, trial);
     Bound bound = bind(plan);
     reset(bound);
-    launch_plan(loaded.kernels, plan, bound.buffers, m_context.stream());
+    launch_plan(loaded.kernels, plan, bound.buffers, m_context.stream(), loaded.steps_for(shape.label));
     if (wait_for_stream(m_context.stream(), std::chrono::steady_clock::now() + deadline) == WaitStatus::timeout) {
         outcome.restart_worker = true;
         return make_verdict(VerdictKind::timeout,
@@ -278,14 +298,20 @@ std::optional<Verdict> CandidateRunner::run_and_check(const Loaded& loaded, cons
 }
 
 TimingSubject CandidateRunner::subject_for(const std::string& label, const LoadedKernels& kernels,
-                                           const ResolvedPlan& plan, Bound& bound)
+                                           const ResolvedPlan& plan, Bound& bound, const PlanSteps* steps)
 {
     TimingSubject subject;
     subject.label = label;
     subject.reset = [this, &bound] { reset(bound); };
-    subject.launch = [this, &kernels, &plan, &bound] { launch_plan(kernels, plan, bound.buffers, m_context.stream()); };
-    for (const auto& launch : plan.launches)
-        subject.kernel_names.push_back(launch.kernel);
+    subject.launch = [this, &kernels, &plan, &bound, steps] {
+        launch_plan(kernels, plan, bound.buffers, m_context.stream(), steps);
+    };
+    for (const auto& launch : plan.launches) {
+        if (launch.library)
+            ++subject.library_steps;
+        else
+            subject.kernel_names.push_back(launch.kernel);
+    }
     return subject;
 }
 
@@ -323,7 +349,8 @@ std::optional<Verdict> CandidateRunner::time_shape(const Loaded& loaded, const S
     const ResolvedPlan& plan = loaded.plans.at(shape.label);
     m_workspace.prepare(shape, 0);
     Bound bound = bind(plan);
-    std::vector<TimingSubject> subjects{subject_for("candidate", loaded.kernels, plan, bound)};
+    std::vector<TimingSubject> subjects{
+        subject_for("candidate", loaded.kernels, plan, bound, loaded.steps_for(shape.label))};
     // Confirmation interleaves the reference kernel sample by sample, so both see the same clocks
     // (a PyTorch program is timed by its own process, with the session's baselines).
     std::optional<ResolvedPlan> ref_plan;
@@ -384,7 +411,8 @@ void CandidateRunner::profile_largest(const Loaded& loaded, VariantOutcome& outc
             reset(bound);
             m_timer.enqueue_flush();
         },
-        [&] { launch_plan(loaded.kernels, plan, bound.buffers, m_context.stream()); }, problem);
+        [&] { launch_plan(loaded.kernels, plan, bound.buffers, m_context.stream(), loaded.steps_for(shape.label)); },
+        problem);
     if (!problem.empty()) {
         outcome.profile = Json{{"unavailable", problem}};
         return;

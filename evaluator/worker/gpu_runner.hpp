@@ -116,7 +116,7 @@ private:
                                       VariantOutcome& outcome, std::chrono::milliseconds deadline);
     void profile_largest(const Loaded& loaded, VariantOutcome& outcome);
     TimingSubject subject_for(const std::string& label, const LoadedKernels& kernels, const ResolvedPlan& plan,
-                              Bound& bound);
+                              Bound& bound, const PlanSteps* steps = nullptr);
     // Runs a prepared vendor routine once on the loaded shape and checks it: "" or the problem.
     std::string check_vendor_run(const VendorBaseline& baseline, const Shape& shape,
                                  std::chrono::milliseconds deadline);

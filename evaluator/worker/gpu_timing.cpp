@@ -173,6 +173,7 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
     std::vector<std::vector<double>> clocks(subjects.size());
     std::vector<int> discarded(subjects.size(), 0);
     std::vector<SampleStats> result(subjects.size());
+    std::vector<size_t> learned(subjects.size(), 0); // kernels per run of a subject with library steps
     double nominal_mhz = m_context.facts().clock_khz / 1000.0;
     int batch = 1;
     double accumulated = 0;
@@ -209,7 +210,24 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
             for (size_t s = 0; s < subjects.size(); ++s) {
                 const auto& names = subjects[s].kernel_names;
                 const auto& mine = sample_records[static_cast<size_t>(b) * subjects.size() + s];
-                if (names.empty() ? mine.empty() : mine.size() != names.size()) {
+                if (subjects[s].library_steps > 0) {
+                    // The plan's own kernels plus at least one per library step; the first sample
+                    // learns how many the steps launch, and the count never changes after that.
+                    size_t least = names.size() + static_cast<size_t>(subjects[s].library_steps);
+                    if (learned[s] == 0 && mine.size() >= least)
+                        learned[s] = mine.size();
+                    if (mine.size() != learned[s]) {
+                        result[s].problem =
+                            learned[s] == 0
+                                ? fmt::format("{} ran {} kernels where its {} kernel launches and {} library steps "
+                                              "need at least {}",
+                                              subjects[s].label, mine.size(), names.size(), subjects[s].library_steps, least)
+                                : fmt::format("{} ran {} kernels where its first timed run (library steps included) "
+                                              "ran {}",
+                                              subjects[s].label, mine.size(), learned[s]);
+                        return result;
+                    }
+                } else if (names.empty() ? mine.empty() : mine.size() != names.size()) {
                     result[s].problem = fmt::format("{} ran {} kernels where {} were expected", subjects[s].label,
                                                     mine.size(), names.empty() ? "some" : std::to_string(names.size()));
                     return result;
@@ -223,7 +241,9 @@ std::vector<SampleStats> Timer::measure(const std::vector<TimingSubject>& subjec
                     const KernelRecord& r = mine[k];
                     if (r.device_launched || r.start_ns == 0 || r.end_ns < r.start_ns) {
                         result[s].problem = fmt::format("unexpected kernel record '{}' where '{}' was launched{}",
-                                                        r.name, names.empty() ? "a library call" : names[k],
+                                                        r.name, k < names.size() && subjects[s].library_steps == 0
+                                                                    ? names[k]
+                                                                    : std::string("a library call"),
                                                         r.device_launched ? " (device-launched)" : "");
                         return result;
                     }

@@ -45,6 +45,10 @@ struct TimingSubject {
     // Expected CUPTI records per run, in order. Empty for a library call (a vendor baseline): then
     // whatever kernels it launches between the sample's probes count.
     std::vector<std::string> kernel_names;
+    // Library steps among the plan's launches (docs/library-steps.md): each launches kernels of the
+    // library's choosing, at least one. The first sample fixes how many the run launches, and every
+    // later sample must launch exactly as many.
+    int library_steps = 0;
 };
 
 struct SampleStats {

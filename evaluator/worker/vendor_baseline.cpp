@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "evaluator/worker/cuda_driver.hpp"
+#include "evaluator/worker/vendor_step_api.hpp"
 #include "kforge_vendor.h"
 #include "util/error.hpp"
 
@@ -169,7 +170,7 @@ const VendorLibrary& VendorLibrary::shared()
 VendorLibrary::VendorLibrary(const std::filesystem::path& path) : VendorLibrary(path, KFORGE_VENDOR_ABI_VERSION) {}
 
 VendorLibrary::VendorLibrary(const std::filesystem::path& path, int required_abi_version)
-    : m_path(path), m_fn(std::make_unique<Functions>())
+    : m_path(path), m_fn(std::make_unique<Functions>()), m_steps(std::make_unique<VendorStepApi>())
 {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
@@ -211,6 +212,12 @@ VendorLibrary::VendorLibrary(const std::filesystem::path& path, int required_abi
     resolve(m_fn->run, "kforge_vendor_run");
     resolve(m_fn->release, "kforge_vendor_release");
     resolve(m_fn->selftest, "kforge_vendor_selftest");
+    resolve(m_steps->describe, "kforge_vendor_step_describe");
+    resolve(m_steps->prepare, "kforge_vendor_step_prepare");
+    resolve(m_steps->chosen, "kforge_vendor_step_chosen");
+    resolve(m_steps->run, "kforge_vendor_step_run");
+    resolve(m_steps->release, "kforge_vendor_step_release");
+    resolve(m_steps->selftest, "kforge_vendor_step_selftest");
     if (!missing.empty())
         m_reason = fmt::format("{} is not kforge's vendor library: it lacks {}", path.string(), missing);
 }

@@ -90,6 +90,10 @@ private:
     std::string m_problem;
 };
 
+// The library-step entry points (vendor_step_api.hpp); this header stays free of the vendor's C
+// interface, which only the worker's own files see.
+struct VendorStepApi;
+
 class VendorLibrary
 {
 public:
@@ -136,6 +140,8 @@ public:
     };
     // The library's own check of `routine` on small problems (needs a GPU; for tests).
     SelfTest selftest(const std::string& routine) const;
+    // The library steps' entry points; every one is set when available().
+    const VendorStepApi& steps() const { return *m_steps; }
 
 private:
     friend class VendorBaseline;
@@ -144,6 +150,7 @@ private:
     std::filesystem::path m_path;
     std::unique_ptr<DynamicLibrary> m_library;
     std::unique_ptr<Functions> m_fn;
+    std::unique_ptr<VendorStepApi> m_steps;
     std::string m_reason;
 };
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/plan.hpp"
 #include "core/source.hpp"
 #include "util/error.hpp"
 
@@ -105,9 +106,19 @@ Applied check_applied(const MenuItem* item, const std::string& child)
     if (!item || item->signals.empty() || child.empty())
         return Applied::unchecked;
     std::string code = strip_comments(child);
-    for (const auto& signal : item->signals)
-        if (code.find(signal) != std::string::npos)
+    // "plan:" signals look in the plan block (a comment, so not in `code`), as compact JSON.
+    std::string plan;
+    try {
+        if (auto json = extract_plan_json(child))
+            plan = json->dump();
+    } catch (const PlanError&) {
+    }
+    for (const auto& signal : item->signals) {
+        bool in_plan = signal.rfind("plan:", 0) == 0;
+        const std::string& text = in_plan ? plan : code;
+        if (text.find(in_plan ? signal.substr(5) : signal) != std::string::npos)
             return Applied::applied;
+    }
     return Applied::missing;
 }
 
