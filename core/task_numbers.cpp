@@ -138,9 +138,7 @@ void check_task_numbers(const JsonReader& root, const Task& task)
 void check_default_plan(const JsonReader& field, const Task& task, const Plan& plan)
 {
     // The kernels it names are the candidate's business; everything else must fit the task.
-    std::vector<std::string> kernels;
-    for (const auto& launch : plan.launches)
-        kernels.push_back(launch.kernel);
+    std::vector<std::string> kernels = launched_kernels(plan);
     try {
         validate_plan(task, plan, kernels);
         std::vector<ParamPoint> points = enumerate_param_points(plan, static_cast<size_t>(task.limits.max_param_points));

@@ -8,7 +8,10 @@ prompt (prompts/reply_whole_file.txt): a `CHANGE:` line, then the whole source i
 serves them in order, so `kforge optimize` on an imported problem runs the language-model path
 (prompt, reply parsing, archive) with the real evaluator and no network.
 
-usage: scripts/make-replay-torch.py [--check]   (--check: fail when a .jsonl is not up to date)
+usage: scripts/make-replay-torch.py [--check] [REPLIES_DIR]
+  --check       fail when a .jsonl is not up to date
+  REPLIES_DIR   another folder of the same form (default tests/fixtures/torch/replies; the level-2
+                problems' replies, library steps included, are in tests/fixtures/level2/replies)
 """
 import json
 import pathlib
@@ -37,7 +40,11 @@ def records(problem, spec):
 
 
 def main():
+    global replies_dir
     check = "--check" in sys.argv[1:]
+    folders = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if folders:
+        replies_dir = pathlib.Path(folders[0]).resolve()
     expected = json.loads((replies_dir / "expected.json").read_text())
     stale = []
     for problem, spec in expected["problems"].items():

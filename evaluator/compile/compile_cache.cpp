@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/plan_check.hpp"
 #include "evaluator/compile/compile_record.hpp"
 #include "evaluator/compile/nvrtc_program.hpp"
 #include "evaluator/compile/prelude.hpp"
@@ -101,8 +102,7 @@ CompileRequest reference_compile_request(const Task& task, const std::string& ar
     compile.source = task.reference.source;
     compile.arch = arch;
     compile.params = enumerate_param_points(task.reference.plan, 1).front();
-    for (const auto& launch : task.reference.plan.launches)
-        compile.kernels.push_back(launch.kernel);
+    compile.kernels = launched_kernels(task.reference.plan);
     return compile;
 }
 

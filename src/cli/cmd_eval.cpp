@@ -15,6 +15,7 @@
 #include "cli/eval_command.hpp"
 #include "cli/option_checks.hpp"
 #include "core/param_sweep.hpp"
+#include "core/library_step.hpp"
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "evaluator/compile/compile.hpp"
@@ -47,6 +48,7 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
     Plan plan;
     ParamSweep sweep;
     std::vector<std::string> kernels;
+    std::vector<std::pair<std::string, std::string>> steps; // bench shape, step
     try {
         plan = source_plan(task, source);
         validate_plan(task, plan, find_kernel_names(source));
@@ -59,12 +61,18 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
                 for (const auto& point : sweep.points)
                     resolve_plan(task, plan, shape, point);
             }
+        // What each library step computes at the bench shapes, in numbers (first param point: the
+        // sweep only changes its algorithm index), so a reader sees the call kforge will make.
+        for (const auto& shape : task.bench)
+            for (const auto& launch : resolve_plan(task, plan, shape, sweep.points.front()).launches)
+                if (launch.library)
+                    steps.push_back({shape.label, describe_library_step(*launch.library)});
     } catch (const PlanError& e) {
         return fail_with(Verdict{VerdictKind::plan_error, e.what()});
     }
-    for (const auto& launch : plan.launches)
-        if (std::find(kernels.begin(), kernels.end(), launch.kernel) == kernels.end())
-            kernels.push_back(launch.kernel);
+    for (const auto& kernel : launched_kernels(plan))
+        if (std::find(kernels.begin(), kernels.end(), kernel) == kernels.end())
+            kernels.push_back(kernel);
     if (auto refused = screen_source(task, source, kernels))
         return fail_with(*refused);
 
@@ -114,6 +122,10 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
     report["verdict"] = all_ok ? "compiled" : "compile_error";
     report["variants"] = variants;
     report["param_points"] = sweep.to_json();
+    Json step_report = Json::array();
+    for (const auto& [shape, step] : steps)
+        step_report.push_back({{"shape", shape}, {"step", step}});
+    report["library_steps"] = step_report;
     if (options.json) {
         fmt::print("{}\n", report.dump(2));
     } else {
@@ -122,6 +134,8 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
         if (sweep.sampled())
             fmt::print("{}\n", sweep.describe());
         fmt::print("{}", table.render());
+        for (const auto& [shape, step] : steps)
+            fmt::print("library step at {}: {}\n", shape, step);
     }
     return all_ok ? k_exit_ok : k_exit_negative;
 }

@@ -152,3 +152,19 @@ TEST_CASE("a trimmed prompt drops lessons first, then inspirations", "[agents]")
     CHECK_THAT(least, !Catch::Contains("# Lessons") && !Catch::Contains("# Another kernel"));
     CHECK_THAT(least, Catch::Contains("# The current kernel"));
 }
+
+TEST_CASE("the contract tells a model about library steps only for a task with a matrix product or a convolution",
+          "[agents]")
+{
+    Task gemm = load_task(source_dir() / "tasks" / "sgemm_f32.json");
+    ProposalContext gemm_context{gemm};
+    std::string with = build_proposal_prompt(shipped_prompts(), gemm_context, PromptTrim::full).system;
+    CHECK(with.find("*library step*") != std::string::npos);
+    CHECK(with.find("\"library\": \"matmul\"") != std::string::npos);
+    CHECK(with.find("\"library\": \"conv\"") != std::string::npos);
+    CHECK(with.find("fp32 steps never use TF32") != std::string::npos);
+
+    ProposalContext rowscale_context{rowscale_task()};
+    std::string without = build_proposal_prompt(shipped_prompts(), rowscale_context, PromptTrim::full).system;
+    CHECK(without.find("library step") == std::string::npos);
+}
