@@ -85,6 +85,10 @@ std::string launch_plan_text(const Task& task, const Candidate& candidate, const
             ResolvedPlan resolved = resolve_plan(task, plan, shape, point);
             out += fmt::format("  {}\n", shape.label);
             for (const auto& launch : resolved.launches) {
+                if (launch.library) {
+                    out += fmt::format("    {}\n", describe_library_step(*launch.library));
+                    continue;
+                }
                 std::vector<std::string> args;
                 for (const auto& arg : launch.args)
                     args.push_back(describe_arg(arg));
@@ -152,6 +156,7 @@ struct ExportParts
     std::string params_note;
     DeviceAnnotation nvcc;
     std::optional<Plan> plan; // the launch plan, validated (host-code exports only)
+    std::vector<std::string> link_flags; // what the host code's library steps need
 };
 
 ExportParts gather_parts(const Archive& archive, const Candidate& candidate)
@@ -222,6 +227,10 @@ std::string header_text(const Archive& archive, const Candidate& candidate,
     // Not -arch=sm_90a: nvcc 13 then also embeds compute_90 PTX, which cannot hold Hopper-only
     // instructions (wgmma, setmaxnreg) and fails to assemble.
     out += "\ncompile with: nvcc -c -gencode arch=compute_90a,code=sm_90a FILE\n";
+    if (!parts.link_flags.empty())
+        out += fmt::format("link with:    {} (the plan's library steps; nvcc finds them in the toolkit's lib64, "
+                           "cuDNN where it is installed)\n",
+                           join(parts.link_flags, " "));
     if (!parts.nvcc.annotated.empty())
         out +=
             fmt::format("kforge compiles candidates with NVRTC -default-device, where code without "
@@ -267,6 +276,7 @@ struct ExportFiles
     // --torch on a task imported from a PyTorch program: the program, beside the loader's ModelNew.
     std::string problem_name;
     std::string problem;
+    std::vector<std::string> link_flags; // the library steps': "-lcublasLt", "-lcudnn"
 };
 
 ExportFiles build_export(const Archive& archive, const Candidate& candidate,
@@ -276,6 +286,7 @@ ExportFiles build_export(const Archive& archive, const Candidate& candidate,
     std::optional<LauncherSource> host;
     if (options.host != HostCode::none) {
         parts.plan = checked_plan(parts, candidate);
+        parts.link_flags = library_link_flags(*parts.plan);
         host.emplace(LauncherSource{*parts.task, *parts.plan,
                                     describe_launcher(*parts.task, *parts.plan), parts.point});
     }
@@ -293,6 +304,7 @@ ExportFiles build_export(const Archive& archive, const Candidate& candidate,
                                "load it with {} (python3 {} builds it and prints the schema)\n",
                                torch_schema(*host), loader_name, loader_name);
     ExportFiles files;
+    files.link_flags = parts.link_flags;
     std::string& out = files.cu;
     out = as_comment(comment) + "\n";
     if (options.host == HostCode::torch)
@@ -403,6 +415,9 @@ int run_export(const ExportOptions& options)
              candidate->evaluation.fitness
                  ? fmt::format(", fitness {:.2f}x", *candidate->evaluation.fitness)
                  : "");
+    if (!files.link_flags.empty())
+        log_info("its library steps call cuBLASLt/cuDNN: link with {}{}", join(files.link_flags, " "),
+                 options.host == HostCode::torch ? " (the loader passes them)" : "");
     return k_exit_ok;
 }
 

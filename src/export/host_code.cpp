@@ -36,6 +36,26 @@ std::optional<std::string> bare_symbol(const Expr& expr, const Task& task)
     return std::nullopt;
 }
 
+void collect_step_names(const PlanLibraryStep& step, std::set<std::string>& out)
+{
+    collect_names(step.algo, out);
+    if (step.op == LibraryOp::matmul) {
+        const PlanMatmul& mm = step.matmul;
+        for (const Expr* expr : {&mm.m, &mm.n, &mm.k, &mm.batch})
+            collect_names(*expr, out);
+        for (const auto& stride : mm.strides)
+            if (stride)
+                collect_names(*stride, out);
+        return;
+    }
+    const PlanConv& cv = step.conv;
+    for (const Expr* expr : {&cv.n, &cv.c, &cv.k, &cv.groups})
+        collect_names(*expr, out);
+    for (const auto* list : {&cv.size, &cv.kernel, &cv.stride, &cv.padding, &cv.dilation, &cv.output_padding})
+        for (const auto& expr : *list)
+            collect_names(expr, out);
+}
+
 // Every name the plan, the tensor shapes, the integer scalars and the scratch limit mention.
 std::set<std::string> mentioned_names(const Task& task, const Plan& plan)
 {
@@ -43,6 +63,10 @@ std::set<std::string> mentioned_names(const Task& task, const Plan& plan)
     for (const auto& scratch : plan.scratch)
         collect_names(scratch.bytes, names);
     for (const auto& launch : plan.launches) {
+        if (launch.library) {
+            collect_step_names(*launch.library, names);
+            continue;
+        }
         for (int d = 0; d < 3; ++d) {
             collect_names(launch.grid[d], names);
             collect_names(launch.block[d], names);

@@ -126,6 +126,37 @@ std::string expr_to_cpp(const Expr& expr, const std::set<std::string>& params);
 // True when evaluating `expr` can fail (it has arithmetic that may overflow or divide by zero).
 bool expr_can_fail(const Expr& expr);
 
+// ---- library steps (library_code.cpp) ----
+
+// True when a launch of the plan is a library step (cuBLASLt matmul or cuDNN conv).
+bool has_library_steps(const Plan& plan);
+bool has_library_step(const Plan& plan, LibraryOp op);
+
+// The linker flags the exported file needs for the plan's library steps: "-lcublasLt" for a
+// matmul step, "-lcudnn" for a conv step (a plan without conv steps never needs cuDNN); empty
+// without steps. In the order they go on nvcc's command line, after the file.
+std::vector<std::string> library_link_flags(const Plan& plan);
+
+// The dtype a step operand has: the task tensor's own, else the step's `dtype`, else its first
+// tensor operand's (core/library_step.cpp's rule for scratch operands).
+DType library_operand_dtype(const Task& task, const PlanLibraryStep& step, const std::string& name);
+
+// The role order of a step's operands in the resolved plan's `arg` values (and the vendor
+// library's run order): matmul a, b, c, d, bias, workspace; conv x, w, y, workspace.
+const std::vector<std::string>& library_operand_roles(LibraryOp op);
+
+// The code that runs library steps (cuBLASLt and/or cuDNN, as the plan needs): handles cached per
+// device, prepared calls cached per site and numbers, and one function per step kind that the
+// launcher's switch calls. Goes after the resolve section and before the launcher.
+std::string generate_library_code(const LauncherSource& source);
+
+// The fixed cuDNN part of generate_library_code() (library_conv.cpp), `@F@` for the function name.
+std::string conv_library_code();
+
+// The launcher's switch case body for library step `index` (which plan.launches[index] is).
+std::string generate_library_call(const LauncherSource& source, size_t index,
+                                  const std::string& stream);
+
 // The C type of a scalar or element: int32_t, float, __nv_bfloat16, ...
 std::string c_type(DType dtype);
 

@@ -125,7 +125,11 @@ std::string generate_launcher_code(const LauncherSource& source)
 
     std::string out = "// ---- host: the launcher ----\n#include <cuda_runtime.h>\n\n";
     out += generate_launcher_declarations(source);
-    out += fmt::format(R"cpp(
+    out += generate_library_code(source);
+    bool kernels = std::any_of(plan.launches.begin(), plan.launches.end(),
+                               [](const PlanLaunch& launch) { return !launch.library; });
+    if (kernels)
+        out += fmt::format(R"cpp(
 namespace {0} {{
 namespace {{
 
@@ -152,7 +156,9 @@ cudaError_t launch_kernel(const void* kernel, const {1}_launch& launch, void** a
 
 }} // namespace
 }} // namespace {0}
-
+)cpp",
+                           detail, f);
+    out += fmt::format(R"cpp(
 extern "C" cudaError_t {1}({2})
 {{
     using namespace {0};
@@ -215,6 +221,11 @@ extern "C" cudaError_t {1}({2})
     out += "        switch (launch.site) {\n";
     for (size_t i = 0; i < plan.launches.size(); ++i) {
         const PlanLaunch& launch = plan.launches[i];
+        if (launch.library) {
+            out += fmt::format("        case {}: {{ // {} (library step)\n", i, library_op_name(launch.library->op));
+            out += generate_library_call(source, i, own.stream) + "            break;\n        }\n";
+            continue;
+        }
         out += fmt::format("        case {}: {{ // {}\n", i, launch.kernel);
         std::vector<std::string> pointers;
         for (size_t a = 0; a < launch.args.size(); ++a) {
@@ -251,6 +262,20 @@ std::string launcher_contract(const LauncherSource& source)
                                   f, join(args, ", "), own.workspace, own.workspace_bytes,
                                   own.stream, own.stream);
 
+    if (has_library_steps(source.plan)) {
+        std::vector<std::string> steps;
+        for (size_t i = 0; i < source.plan.launches.size(); ++i)
+            if (const auto& step = source.plan.launches[i].library)
+                steps.push_back(fmt::format("launches[{}] {}", i,
+                                            step->op == LibraryOp::matmul ? "cuBLASLt matmul" : "cuDNN conv"));
+        out += fmt::format(
+            "Library steps: {}. Each runs as kforge ran it: the same call, fp32 accumulation (never TF32 for "
+            "fp32), its epilogue, and the algo-th algorithm of kforge's filtered list of the library's "
+            "heuristic for that call (on another GPU or library version the list, and so the choice, may "
+            "differ). Prepared calls are cached per device and sizes, library handles per device. Their operands "
+            "must be 256-byte aligned (16 for conv), as cudaMalloc's are. Link with {}.\n\n",
+            join(steps, ", "), join(library_link_flags(source.plan), " "));
+    }
     std::vector<std::string> carriers;
     for (const auto& size : sig.sizes)
         carriers.push_back(size.is_task_arg

@@ -9,11 +9,18 @@
 // shapes; a size no input tensor shows (jacobi's T) and floating-point scalars (eps, alpha, with
 // the task's value as default) are the operator's arguments.
 //
+// Library steps run inside the launcher, which calls cuBLASLt and cuDNN itself (library_code.cpp),
+// the libraries PyTorch already links. ATen's at::addmm or at::convolution would be shorter to
+// write but choose their own algorithms (and, for fp32, follow torch's TF32 flags), so the operator
+// would no longer run what kforge measured; the launcher's calls pick the same algorithm kforge
+// timed and never use TF32 for fp32, whatever torch.backends says. The loader links them.
+//
 // Registration uses TORCH_LIBRARY_FRAGMENT, so several exports (softmax, layernorm, ...) can live
 // in one process under the one `kforge` namespace.
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -76,6 +83,10 @@ public:
         for (const auto& arg : m_task.args)
             if (arg.is_tensor && arg.intent == Intent::out)
                 ++m_outputs;
+        for (const auto& launch : source.plan.launches)
+            if (launch.library)
+                for (const auto& operand : launch.library->operands)
+                    m_step_operands.insert(operand.name);
         bind_symbols();
     }
 
@@ -363,9 +374,23 @@ private:
                     write_output(out, arg);
                     returned.push_back(arg.name);
                 }
+                std::string tensor = arg.name;
+                if (m_step_operands.count(arg.name) && arg.intent == Intent::in) {
+                    // The library steps' algorithms were chosen for kforge's 256-byte aligned
+                    // buffers; an offset view is copied to a fresh (aligned) allocation.
+                    tensor = "kf_aligned_" + arg.name;
+                    out += fmt::format("    const at::Tensor {0} = reinterpret_cast<uintptr_t>({1}.data_ptr()) % 256 == "
+                                       "0 ? {1} : {1}.clone();\n",
+                                       tensor, arg.name);
+                } else if (m_step_operands.count(arg.name) && arg.intent == Intent::inout) {
+                    out += fmt::format("    TORCH_CHECK(reinterpret_cast<uintptr_t>({0}.data_ptr()) % 256 == 0, \"{1}: "
+                                       "{0} is updated in place by a library step, whose algorithm was chosen for "
+                                       "256-byte aligned buffers; pass a tensor of its own, not an offset view\");\n",
+                                       arg.name, m_op);
+                }
                 call.push_back(fmt::format("static_cast<{}{}*>({}.data_ptr())",
                                            arg.intent == Intent::in ? "const " : "",
-                                           c_type(arg.dtype), arg.name));
+                                           c_type(arg.dtype), tensor));
             } else if (dtype_is_float(arg.dtype)) {
                 call.push_back(real_argument(arg));
             } else if (const SizeParam* size = carrier(arg.name)) {
@@ -440,6 +465,7 @@ private:
     std::string m_first_input;
     std::map<std::string, std::string> m_source; // free symbol -> where its value comes from
     std::vector<std::string> m_int_args;         // sizes the operator takes as arguments
+    std::set<std::string> m_step_operands;       // buffers a library step reads or writes
 };
 
 } // namespace

@@ -41,7 +41,9 @@ The operator: kforge::@SCHEMA@
 It takes contiguous CUDA tensors of the task's dtypes and shapes (clear errors otherwise), allocates
 its outputs and scratch with PyTorch's allocator and runs on the current stream.
 
-Needs PyTorch with CUDA and nvcc (CUDA_HOME or PATH). With ninja installed the build is
+Needs PyTorch with CUDA and nvcc (CUDA_HOME or PATH); a plan with library steps also links
+cuBLASLt (the toolkit's) and, for conv steps, cuDNN 9 (CUDNN_HOME, PyTorch's nvidia-cudnn wheel
+or CUDA_HOME), which PyTorch already loads. With ninja installed the build is
 torch.utils.cpp_extension.load(); without it, nvcc is run directly and the library loaded with
 torch.ops.load_library(). Either way the kernels are compiled for the current GPU only.
 `python3 @LOADER@` builds and prints the schema.
@@ -58,6 +60,46 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "@CU@")
 NAME = "kforge_@TASK@"
 OP = "@TASK@"
+
+
+# What the plan's library steps link (cuBLASLt, cuDNN: the libraries PyTorch itself loads).
+LIBRARIES = [@LIBRARIES@]
+
+
+def _cudnn_home():
+    """Where cuDNN's headers are: CUDNN_HOME, PyTorch's own cuDNN wheel (nvidia.cudnn), or CUDA_HOME."""
+    roots = [os.environ.get("CUDNN_HOME")]
+    try:
+        import nvidia.cudnn
+        roots += list(nvidia.cudnn.__path__)
+    except ImportError:
+        pass
+    roots.append(cpp_extension.CUDA_HOME)
+    for root in roots:
+        if root and os.path.exists(os.path.join(root, "include", "cudnn_graph.h")):
+            return root
+    raise RuntimeError("cuDNN's headers (cudnn_graph.h) are not in CUDNN_HOME, the nvidia-cudnn wheel or "
+                       "CUDA_HOME: set CUDNN_HOME to a cuDNN 9 installation")
+
+
+def _library_flags():
+    """(compile flags, link flags) for LIBRARIES."""
+    cflags, ldflags = [], []
+    for library in LIBRARIES:
+        name = library
+        if library == "cudnn":
+            home = _cudnn_home()
+            cflags.append("-I" + os.path.join(home, "include"))
+            for folder in (os.path.join(home, "lib"), os.path.join(home, "lib64")):
+                if not os.path.isdir(folder):
+                    continue
+                ldflags.append("-L" + folder)
+                # The wheel ships libcudnn.so.9 without the unversioned link -lcudnn looks for.
+                if not os.path.exists(os.path.join(folder, "libcudnn.so")) and \
+                        os.path.exists(os.path.join(folder, "libcudnn.so.9")):
+                    name = ":libcudnn.so.9"
+        ldflags.append("-l" + name)
+    return cflags, ldflags
 
 
 def _arch_flag():
@@ -91,9 +133,10 @@ def _build_with_nvcc(verbose):
         command = [nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", _arch_flag(),
                    "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI)]
         command += ["-I" + path for path in _torch_paths(cpp_extension.include_paths)]
-        command += [SOURCE, "-o", library]
+        cflags, ldflags = _library_flags()
+        command += cflags + [SOURCE, "-o", library]
         command += ["-L" + path for path in _torch_paths(cpp_extension.library_paths)]
-        command += ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda"]
+        command += ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda"] + ldflags
         if verbose:
             print(" ".join(command), file=sys.stderr)
         subprocess.run(command, check=True)
@@ -114,8 +157,10 @@ def load_op(verbose=False):
     if not torch.cuda.is_available():
         raise RuntimeError("PyTorch sees no CUDA device; the operator runs on CUDA tensors only")
     if cpp_extension.is_ninja_available():
+        cflags, ldflags = _library_flags()
         cpp_extension.load(name=NAME, sources=[SOURCE], is_python_module=False, verbose=verbose,
-                           extra_cuda_cflags=["-O3", "-std=c++17", _arch_flag()])
+                           extra_cuda_cflags=["-O3", "-std=c++17", _arch_flag()] + cflags,
+                           extra_ldflags=ldflags)
     else:
         print("ninja is not installed: building @CU@ with nvcc directly", file=sys.stderr)
         _build_with_nvcc(verbose)
@@ -139,6 +184,10 @@ std::string generate_torch_loader(const LauncherSource& source, const std::strin
     text = replace_all(text, "@LOADER@", loader_name);
     text = replace_all(text, "@TASK@", source.task.name);
     text = replace_all(text, "@SCHEMA@", torch_schema(source));
+    std::vector<std::string> libraries;
+    for (const auto& flag : library_link_flags(source.plan))
+        libraries.push_back(c_string(flag.substr(2))); // "-lcublasLt" -> "cublasLt"
+    text = replace_all(text, "@LIBRARIES@", join(libraries, ", "));
     return replace_all(text, "@EXAMPLE@", example_call(source.task));
 }
 

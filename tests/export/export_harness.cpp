@@ -58,6 +58,29 @@ std::string launcher_shape_problem(const Task& task, const LauncherSignature& si
     return "";
 }
 
+// A library step as the harness prints it: its site, algo and workspace bytes, its operands'
+// buffer indexes in the library's order (-1 for none), then its numbers.
+std::string format_step(const Task& task, const Plan& plan, size_t site, const ResolvedLibraryStep& step)
+{
+    std::string out = fmt::format("step {} {} {}", site, step.algo, step.workspace_bytes);
+    for (const auto& role : library_operand_roles(step.op)) {
+        const ResolvedOperand* operand = step.operand(role);
+        out += fmt::format(" {}", operand ? plan_buffer_index(task, plan, operand->name) : -1);
+    }
+    if (step.op == LibraryOp::matmul) {
+        const ResolvedMatmul& mm = step.matmul;
+        out += fmt::format(" | {} {} {} {} {} {} {} {}", mm.m, mm.n, mm.k, mm.batch, mm.strides[0], mm.strides[1],
+                           mm.strides[2], mm.strides[3]);
+    } else {
+        const ResolvedConv& cv = step.conv;
+        out += fmt::format(" | {} {} {} {}", cv.n, cv.c, cv.k, cv.groups);
+        for (int d = 0; d < 3; ++d)
+            out += fmt::format(" {} {} {} {} {} {} {}", cv.size[d], cv.kernel[d], cv.stride[d], cv.padding[d],
+                               cv.dilation[d], cv.output_padding[d], cv.out[d]);
+    }
+    return out + "\n";
+}
+
 // The resolved plan as the harness prints it.
 std::string format_plan(const Task& task, const Plan& plan, const ResolvedPlan& resolved,
                         const ExprScope& scope)
@@ -78,6 +101,10 @@ std::string format_plan(const Task& task, const Plan& plan, const ResolvedPlan& 
     std::string out = fmt::format("plan {} {}\n", resolved.launches.size(), end);
     for (size_t i = 0; i < resolved.launches.size(); ++i) {
         const ResolvedLaunch& launch = resolved.launches[i];
+        if (launch.library) {
+            out += format_step(task, plan, sites[i], *launch.library);
+            continue;
+        }
         out += fmt::format("launch {} {} {} {} {} {} {} {}", sites[i], launch.grid[0],
                            launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
                            launch.block[2], launch.smem);
@@ -96,8 +123,37 @@ std::string harness_source(const std::filesystem::path& cu, const Plan& plan,
                            const LauncherSignature& sig)
 {
     std::vector<std::string> counts;
-    for (const auto& launch : plan.launches)
-        counts.push_back(std::to_string(launch.args.size()));
+    std::vector<std::string> kinds; // 0 a kernel, 1 a matmul step, 2 a conv step
+    for (const auto& launch : plan.launches) {
+        counts.push_back(std::to_string(launch.library ? library_operand_roles(launch.library->op).size()
+                                                       : launch.args.size()));
+        kinds.push_back(!launch.library ? "0" : launch.library->op == LibraryOp::matmul ? "1" : "2");
+    }
+    std::string print_step; // nothing without library steps: the plan struct has no step numbers
+    if (has_library_steps(plan))
+        print_step = R"cpp(
+            if (kind[l.site] != 0) {
+                printf("step %d %lld %lld", l.site, (long long)l.algo, (long long)l.workspace_bytes);
+                for (int a = 0; a < arg_count[l.site]; ++a)
+                    printf(" %lld", (long long)l.arg[a]);
+                if (kind[l.site] == 1) {
+                    printf(" | %lld %lld %lld %lld", (long long)l.matmul.m, (long long)l.matmul.n,
+                           (long long)l.matmul.k, (long long)l.matmul.batch);
+                    for (int s = 0; s < 4; ++s)
+                        printf(" %lld", (long long)l.matmul.stride[s]);
+                } else {
+                    printf(" | %lld %lld %lld %lld", (long long)l.conv.n, (long long)l.conv.c, (long long)l.conv.k,
+                           (long long)l.conv.groups);
+                    for (int d = 0; d < 3; ++d)
+                        printf(" %lld %lld %lld %lld %lld %lld %lld", (long long)l.conv.size[d],
+                               (long long)l.conv.kernel[d], (long long)l.conv.stride[d], (long long)l.conv.padding[d],
+                               (long long)l.conv.dilation[d], (long long)l.conv.output_padding[d],
+                               (long long)l.conv.out[d]);
+                }
+                printf("\n");
+                continue;
+            }
+)cpp";
     std::vector<std::string> reads;
     std::vector<std::string> values;
     for (size_t i = 0; i < sig.sizes.size(); ++i) {
@@ -111,6 +167,7 @@ std::string harness_source(const std::filesystem::path& cu, const Plan& plan,
 
 static {1}_plan plan;
 static const int arg_count[] = {{{2}}};
+static const int kind[] = {{{9}}};
 
 int main(int argc, char** argv)
 {{
@@ -125,7 +182,7 @@ int main(int argc, char** argv)
         }}
         printf("plan %d %lld\n", plan.launch_count, (long long)plan.workspace_bytes);
         for (int i = 0; i < plan.launch_count; ++i) {{
-            const {1}_launch& l = plan.launches[i];
+            const {1}_launch& l = plan.launches[i];{10}
             printf("launch %d %u %u %u %u %u %u %u", l.site, l.grid[0], l.grid[1], l.grid[2],
                    l.block[0], l.block[1], l.block[2], l.smem);
             for (int a = 0; a < arg_count[l.site]; ++a)
@@ -144,7 +201,7 @@ int main(int argc, char** argv)
                        cu.string(), f, join(counts, ", "), std::max<size_t>(1, sig.sizes.size()),
                        join(std::vector<std::string>(sig.sizes.size(), "%lld"), " "),
                        join(reads, ", "), sig.sizes.size(), join(values, ", "),
-                       plan.scratch.size());
+                       plan.scratch.size(), join(kinds, ", "), print_step);
 }
 
 } // namespace
