@@ -77,13 +77,23 @@ bool has_edit_markers(std::string_view body)
     return body.find("<<<<<<<") != std::string_view::npos || body.find(">>>>>>>") != std::string_view::npos;
 }
 
+// Whether `body` can be a candidate source: it defines a kernel, or its launch plan calls library
+// steps (a plan of cuBLASLt/cuDNN steps alone needs no kernel of its own: docs/library-steps.md).
+bool holds_candidate(std::string_view body)
+{
+    if (body.find("__global__") != std::string_view::npos)
+        return true;
+    size_t plan = body.find("kforge:plan");
+    return plan != std::string_view::npos && body.find("\"library\"", plan) != std::string_view::npos;
+}
+
 // The best whole-file block, or nullptr.
 const FencedBlock* choose_block(const std::vector<FencedBlock>& blocks)
 {
     const FencedBlock* best = nullptr;
     int best_score = -1;
     for (const auto& block : blocks) {
-        if (block.body.find("__global__") == std::string::npos || has_edit_markers(block.body))
+        if (!holds_candidate(block.body) || has_edit_markers(block.body))
             continue;
         int score = (block.terminated ? 4 : 0) + (is_code_lang(block.lang) ? 2 : block.lang.empty() ? 1 : 0);
         if (score >= best_score) {
@@ -97,7 +107,7 @@ const FencedBlock* choose_block(const std::vector<FencedBlock>& blocks)
 // Without any fence: the reply from its first line that looks like C++ to the end.
 std::optional<std::string> unfenced_source(std::string_view reply)
 {
-    if (reply.find("__global__") == std::string_view::npos)
+    if (!holds_candidate(reply))
         return std::nullopt;
     static const char* const k_starts[] = {"#include", "#define", "#pragma", "/*", "//", "extern", "__global__",
                                           "__device__", "template", "struct", "static", "typedef", "constexpr"};

@@ -16,11 +16,14 @@
 #   KF_L2_BUDGET     seconds the suite may run (default 420): then it is interrupted and a second
 #                    call resumes it (the suite folder is $OUT/suite, carried back as .kb/l2-suite)
 #   KF_L2_SKIP_TESTS 1: skip step 1
+#   KF_L2_AFTER      0: skip the export check and the floor (a first call that only runs the suite)
 # Printed last: the suite table, the verdict check and the floor table.
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
 cd "$here"
-out="${OUT:-/tmp/kforge-level2}"
+# Work in /tmp, packed into $OUT/level2.tgz at the end (the device returns only a few files).
+out=/tmp/kforge-level2
+rm -rf "$out"
 mkdir -p "$out"
 export KFORGE_PYTHON="${KFORGE_PYTHON:-python3}"
 replies=tests/fixtures/level2/replies
@@ -31,9 +34,9 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
 
 if [ "${KF_L2_SKIP_TESTS:-0}" != 1 ]; then
     say "tests [vendor],[library] on the GPU"
-    timeout 240 "$here/.gpu/kforge_tests" "[vendor],[library]" >"$out/tests.log" 2>&1
+    timeout 240 "$here/.gpu/kforge_tests" "${KF_L2_TESTS:-[vendor],[library]}" --reporter compact >"$out/tests.log" 2>&1
     echo "tests rc=$?" | tee "$out/tests.rc"
-    grep -E "FAILED|test cases|passed|failed" "$out/tests.log" | tail -8
+    grep -E "failed|Failed|FAILED|passed" "$out/tests.log" | cut -c1-600 | tail -30
 fi
 
 problems="${KF_L2_PROBLEMS:-$(python3 -c 'import json; print(" ".join(json.load(open("tests/fixtures/level2/replies/expected.json"))["problems"]))')}"
@@ -64,6 +67,35 @@ grep -E '^\[[0-9]+/[0-9]+\]|failed|error' "$out/suite.log" | tail -20
 "$KF" suite report "$suite" --json >"$out/report.json" 2>>"$out/suite.log"
 for archive in "$suite"/runs/*.kforge; do
     [ -f "$archive" ] && "$KF" inspect "$archive" --json >"$out/$(basename "$archive" .kforge).inspect.json" 2>/dev/null
+done
+
+if [ "${KF_L2_AFTER:-1}" = 1 ]; then
+say "export --torch of each best candidate: ModelNew against Model at the bench shape, and its time"
+mkdir -p "$out/export"
+checks=()
+for archive in "$suite"/runs/*.kforge; do
+    [ -f "$archive" ] || continue
+    id=$(basename "$archive" .kforge)
+    spec=$(ls "$suite"/problems/"$id"*.json 2>/dev/null | head -1)
+    [ -n "$spec" ] || spec=$(python3 -c 'import json,sys; print(next((p.get("spec","") for p in json.load(open(sys.argv[1]))["problems"] if p["id"]==sys.argv[2]), ""))' "$suite/suite.json" "$id")
+    [ -f "$spec" ] || { echo "export $id: no spec found"; continue; }
+    "$KF" export "$archive" --best --torch -o "$out/export/$id.cu" >"$out/export/$id.log" 2>&1 || { echo "export $id: $(tail -1 "$out/export/$id.log")"; continue; }
+    checks+=("$id|$spec")
+done
+# The operators' builds (nvcc over PyTorch's headers, ~40 s each) run side by side, then each is
+# checked and timed alone on the GPU.
+for c in "${checks[@]}"; do
+    id="${c%%|*}"; spec="${c#*|}"
+    ( timeout 400 "$KFORGE_PYTHON" scripts/gpu-torch-check.py modelnew "$spec" "$out/export/$id.cu" "$out/export/$id.build.json" --build-only \
+        >>"$out/export/$id.log" 2>&1 ) &
+done
+wait
+say "operators built"
+for c in "${checks[@]}"; do
+    id="${c%%|*}"; spec="${c#*|}"
+    KF_MODELNEW_TIME=1 timeout 120 "$KFORGE_PYTHON" scripts/gpu-torch-check.py modelnew "$spec" "$out/export/$id.cu" "$out/export/$id.json" \
+        >>"$out/export/$id.log" 2>&1
+    grep -E "^modelnew|Error|error:" "$out/export/$id.log" | tail -3 | cut -c1-300
 done
 
 say "library kernels in eager PyTorch (the floor)"
@@ -104,6 +136,7 @@ for path in sys.argv[1:]:
     torch.cuda.empty_cache()
 PY
 echo "floor rc=$?"
+fi
 
 echo
 echo "== suite table ($(( $(date +%s) - start ))s) =="
@@ -135,6 +168,27 @@ for path in sorted(glob.glob(os.path.join(suite, "runs", "*.kforge"))):
 print("verdict check:", "all as expected" if bad == 0 else f"{bad} problem(s) differ")
 PY
 echo
+echo "== exported ModelNew against kforge's own figure (target: matches Model, within 5%) =="
+python3 - "$out" "$suite" <<'PY'
+import glob, json, os, sqlite3, sys
+out, suite = sys.argv[1], sys.argv[2]
+print(f"{'problem':<46} {'matches':>8} {'ModelNew ms':>12} {'kforge ms':>10} {'ratio':>6}")
+for path in sorted(glob.glob(os.path.join(out, "export", "*.json"))):
+    r = json.load(open(path))
+    pid = os.path.basename(path)[:-5]
+    db = sqlite3.connect(os.path.join(suite, "runs", pid + ".kforge"))
+    row = db.execute("SELECT m.median_ns FROM measurement m JOIN candidate c ON m.candidate_id = c.id "
+                     "WHERE c.fitness IS NOT NULL AND m.subject = 'candidate' AND m.shape_set = 'bench' "
+                     "ORDER BY c.fitness DESC, m.confirmed DESC, m.median_ns LIMIT 1").fetchone()
+    kf = row[0] / 1e6 if row else float("nan")
+    mn = r.get("modelnew_ms", float("nan"))
+    print(f"{pid[:46]:<46} {str(r.get('ok')):>8} {mn:>12.4f} {kf:>10.4f} {mn / kf if kf == kf and kf else float('nan'):>6.3f}")
+PY
+echo
 echo "== library kernels in eager PyTorch, TF32 off (the floor a fused tail can reach) =="
 cat "$out/floor.txt"; tail -3 "$out/floor.log"
+# The device returns only a few files: everything in one archive, the summary beside it.
+if [ -n "${OUT:-}" ]; then
+    tar -czf "$OUT/level2.tgz" -C /tmp kforge-level2 2>/dev/null && echo "packed $OUT/level2.tgz"
+fi
 say "done"

@@ -217,6 +217,24 @@ def modelnew(spec_path, export_path, out_path, build_only):
                        "problem": shape_problem})
         ok = ok and bad == 0 and not shape_problem
     result.update(ok=ok, outputs=checks, shape=bench_sizes(spec))
+    if os.environ.get("KF_MODELNEW_TIME") == "1":
+        # ModelNew's forward timed as kforge times a candidate: CUDA events around each call, the L2
+        # flushed before each (a 256 MiB write), the median of 50 after 5 warm-up calls.
+        flush = torch.empty(64 * 1024 * 1024, dtype=torch.float32, device="cuda")
+        times = []
+        with torch.no_grad():
+            for i in range(55):
+                flush.zero_()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                new(*inputs)
+                end.record()
+                end.synchronize()
+                if i >= 5:
+                    times.append(start.elapsed_time(end))
+        times.sort()
+        result["modelnew_ms"] = times[len(times) // 2]
+        print(f"modelnew {spec['name']}: {result['modelnew_ms']:.4f} ms per forward (median of {len(times)})")
     write_json(out_path, result)
     for c in checks:
         values = (f"worst error/tolerance {c['worst_error_over_tolerance']:.3g}" if "worst_error_over_tolerance" in c

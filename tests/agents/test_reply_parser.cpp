@@ -72,6 +72,18 @@ TEST_CASE("a reply without a kernel is no code, with a message for the next prom
     CHECK_FALSE(parse_whole("```cuda\n```\n").source);
 }
 
+TEST_CASE("a source whose plan is library steps alone is code, though it defines no kernel", "[agents]")
+{
+    const std::string steps_only = "/* kforge:plan\n{ \"launches\": [{\"library\": \"matmul\", \"a\": \"x\", \"b\": \"w\", "
+                                   "\"d\": \"out\", \"m\": \"M\", \"n\": 64, \"k\": \"K\", \"epilogue\": \"relu\"}] }\n*/";
+    ParsedReply parsed = parse_whole("CHANGE: one cuBLASLt call with the RELU epilogue\n\n```cuda\n" + steps_only + "\n```\n");
+    REQUIRE(parsed.source);
+    CHECK(*parsed.source == steps_only);
+    // A plan block naming kernels only, without a kernel anywhere, is still no code.
+    ParsedReply kernels_only = parse_whole("```cuda\n/* kforge:plan\n{ \"launches\": [{\"kernel\": \"k\"}] }\n*/\n```\n");
+    CHECK_FALSE(kernels_only.source);
+}
+
 TEST_CASE("a separate JSON plan block is put into the source as its kforge:plan comment", "[agents]")
 {
     std::string plan = "{\"params\": {\"BLOCK\": [128, 256]}, \"launches\": [{\"kernel\": \"k\", \"grid\": [1], "
