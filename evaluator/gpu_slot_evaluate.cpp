@@ -257,6 +257,8 @@ void GpuSlot::describe(const PreparedJob& prepared, const Variant& best, const J
     double most_threads = 0;
     for (size_t i = 0; i < inputs.plan.launches.size(); ++i) {
         const auto& l = inputs.plan.launches[i];
+        if (l.library)
+            continue; // a library step's kernels are the library's: no occupancy of ours to describe
         double threads = 1.0 * l.grid[0] * l.grid[1] * l.grid[2] * l.block[0] * l.block[1] * l.block[2];
         if (threads > most_threads) {
             most_threads = threads;
@@ -264,7 +266,7 @@ void GpuSlot::describe(const PreparedJob& prepared, const Variant& best, const J
         }
     }
     const Json& occupancy = resources.value("theoretical_occupancy", Json::array());
-    if (heaviest < occupancy.size())
+    if (heaviest < occupancy.size() && occupancy[heaviest].is_number())
         inputs.occupancy = occupancy[heaviest].get<double>();
     evaluation.descriptors = describe_candidate(inputs);
 }

@@ -69,6 +69,8 @@ for archive in "$suite"/runs/*.kforge; do
     [ -f "$archive" ] && "$KF" inspect "$archive" --json >"$out/$(basename "$archive" .kforge).inspect.json" 2>/dev/null
 done
 
+# A first copy of what there is, in case the call runs out of time in the steps below.
+[ -n "${OUT:-}" ] && tar -czf "$OUT/level2.tgz" -C /tmp kforge-level2 2>/dev/null
 if [ "${KF_L2_AFTER:-1}" = 1 ]; then
 say "export --torch of each best candidate: ModelNew against Model at the bench shape, and its time"
 mkdir -p "$out/export"

@@ -157,12 +157,13 @@ const char* numerical_note_name(cudnnBackendNumericalNote_t note)
     }
 }
 
+// Only the notes every cuDNN 9 header has: the export compiles against whichever cuDNN 9 the user
+// has, and a note newer than some of them (CUBLASLT_DEPENDENCY) falls to `default`.
 const char* behavior_note_name(cudnnBackendBehaviorNote_t note)
 {
     switch (note) {
     case CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION: return "RUNTIME_COMPILATION";
     case CUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API: return "SUPPORTS_CUDA_GRAPH_NATIVE_API";
-    case CUDNN_BEHAVIOR_NOTE_CUBLASLT_DEPENDENCY: return "CUBLASLT_DEPENDENCY";
     default: return "OTHER_BEHAVIOR";
     }
 }
