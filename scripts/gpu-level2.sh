@@ -17,6 +17,7 @@
 #                    call resumes it (the suite folder is $OUT/suite, carried back as .kb/l2-suite)
 #   KF_L2_SKIP_TESTS 1: skip step 1
 #   KF_L2_AFTER      0: skip the export check and the floor (a first call that only runs the suite)
+#   KF_L2_EXPORT     a regex: export only the problems whose id matches; KF_L2_FLOOR=0 skips the floor
 # Printed last: the suite table, the verdict check and the floor table.
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
@@ -78,8 +79,8 @@ checks=()
 for archive in "$suite"/runs/*.kforge; do
     [ -f "$archive" ] || continue
     id=$(basename "$archive" .kforge)
-    spec=$(ls "$suite"/problems/"$id"*.json 2>/dev/null | head -1)
-    [ -n "$spec" ] || spec=$(python3 -c 'import json,sys; print(next((p.get("spec","") for p in json.load(open(sys.argv[1]))["problems"] if p["id"]==sys.argv[2]), ""))' "$suite/suite.json" "$id")
+    [[ "$id" =~ ${KF_L2_EXPORT:-.} ]] || continue
+    spec="$suite/$(python3 -c 'import json,sys; print(next((p.get("spec","") for p in json.load(open(sys.argv[1]))["problems"] if p["id"]==sys.argv[2]), ""))' "$suite/suite.json" "$id")"
     [ -f "$spec" ] || { echo "export $id: no spec found"; continue; }
     "$KF" export "$archive" --best --torch -o "$out/export/$id.cu" >"$out/export/$id.log" 2>&1 || { echo "export $id: $(tail -1 "$out/export/$id.log")"; continue; }
     checks+=("$id|$spec")
@@ -101,7 +102,7 @@ for c in "${checks[@]}"; do
 done
 
 say "library kernels in eager PyTorch (the floor)"
-"$KFORGE_PYTHON" - "${paths[@]}" >"$out/floor.txt" 2>"$out/floor.log" <<'PY'
+[ "${KF_L2_FLOOR:-1}" = 1 ] && "$KFORGE_PYTHON" - "${paths[@]}" >"$out/floor.txt" 2>"$out/floor.log" <<'PY'
 import importlib.util, os, sys, torch
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False

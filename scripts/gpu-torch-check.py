@@ -170,8 +170,10 @@ def modelnew(spec_path, export_path, out_path, build_only):
     torch.backends.cudnn.allow_tf32 = False
     program = loader._PROBLEM  # the program with its own (bench) sizes
     torch.manual_seed(1234)
-    model = program.Model(*program.get_init_inputs()).cuda().eval()
-    new = loader.ModelNew(*program.get_init_inputs()).cuda().eval()
+    # Each in the mode its constructor leaves it, as kforge's reference runs it (KernelBench runs
+    # models in training mode: a BatchNorm normalises with the batch's own statistics).
+    model = program.Model(*program.get_init_inputs()).cuda()
+    new = loader.ModelNew(*program.get_init_inputs()).cuda()
     new.load_state_dict(model.state_dict())
     torch.manual_seed(5678)
     with torch.device("cuda"):
