@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "core/plan.hpp"
+#include "core/plan_check.hpp"
 #include "core/task.hpp"
 #include "evaluator/compile/compile_cache.hpp"
 #include "evaluator/compile/cubin_info.hpp"
@@ -110,6 +112,8 @@ private:
     Json setup(const Json& request);
     Json time_reference(const Json& request);
     Json run_variant(const Json& request);
+    // The real runner's plan checks at every shape it would run: "" or the plan error.
+    std::string plan_problem(const Json& request) const;
     double reference_ns(const Shape& shape) const;
     // `ns` with this worker's noise: a draw within +-noise, a quarter of it for a confirmation.
     double noisy(double ns, bool confirmed);
@@ -241,6 +245,25 @@ Json SimulatedGpu::time_reference(const Json& request)
     return Json{{"ok", true}, {"measurements", measurements}, {"vendor", vendor}, {"vendor_library", Json::object()}};
 }
 
+std::string SimulatedGpu::plan_problem(const Json& request) const
+{
+    try {
+        Plan plan = parse_plan(request.at("plan"), "plan");
+        ParamPoint params;
+        for (const auto& [name, value] : request.at("params").items())
+            params[name] = value.get<int64_t>();
+        std::vector<const std::vector<Shape>*> lists{&m_task->tests, &m_task->stress, &m_task->bench};
+        if (request.value("verify_held_out", false))
+            lists.push_back(&m_task->held_out);
+        for (const auto* list : lists)
+            for (const auto& shape : *list)
+                resolve_plan(*m_task, plan, shape, params);
+    } catch (const PlanError& e) {
+        return e.what();
+    }
+    return "";
+}
+
 Json SimulatedGpu::run_variant(const Json& request)
 {
     if (!m_task)
@@ -258,6 +281,11 @@ Json SimulatedGpu::run_variant(const Json& request)
     auto verdict = [](const char* kind, const std::string& message) {
         return Json{{"kind", kind}, {"message", message}};
     };
+    // As the real runner does first: a plan that does not fit some shape (a library step that would
+    // overrun an operand, a launch past the limits) is a plan error before anything runs.
+    if (std::string problem = plan_problem(request); !problem.empty())
+        return Json{{"ok", true}, {"restart", false}, {"measurements", Json::array()},
+                    {"verdict", verdict("plan_error", problem)}};
     if (h % 100 < 5)
         return Json{{"ok", true}, {"restart", false}, {"measurements", Json::array()},
                     {"verdict", verdict("incorrect", "output differs at index 17: expected 0.125, got 0.25 (simulated)")}};
