@@ -68,28 +68,13 @@ int64_t checked_add(int64_t a, int64_t b, const std::string& where)
     return out;
 }
 
-// The dtype of an operand: the tensor's own, or the step's `dtype` for scratch (default: the first
-// tensor operand's, as A's for a matmul).
-DType operand_dtype(const Task& task, const PlanLibraryStep& step, const std::string& name)
-{
-    if (const ArgSpec* arg = task.find_arg(name))
-        return arg->dtype;
-    if (step.dtype)
-        return *step.dtype;
-    for (const auto& operand : step.operands)
-        if (operand.role != "workspace")
-            if (const ArgSpec* arg = task.find_arg(operand.name); arg && arg->is_tensor)
-                return arg->dtype;
-    return DType::f32;
-}
-
 bool library_float(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16; }
 
 void check_matmul_dtypes(const Task& task, const PlanLibraryStep& step, const std::string& where)
 {
     auto dtype_of = [&](std::string_view role) -> std::optional<DType> {
         const std::string* name = operand_name(step, role);
-        return name ? std::optional<DType>(operand_dtype(task, step, *name)) : std::nullopt;
+        return name ? std::optional<DType>(library_operand_dtype(task, step, *name)) : std::nullopt;
     };
     DType a = *dtype_of("a"), b = *dtype_of("b"), d = *dtype_of("d");
     if (!library_float(a) || a != b)
@@ -106,15 +91,28 @@ void check_matmul_dtypes(const Task& task, const PlanLibraryStep& step, const st
 
 void check_conv_dtypes(const Task& task, const PlanLibraryStep& step, const std::string& where)
 {
-    DType x = operand_dtype(task, step, *operand_name(step, "x"));
-    DType w = operand_dtype(task, step, *operand_name(step, "w"));
-    DType y = operand_dtype(task, step, *operand_name(step, "y"));
+    DType x = library_operand_dtype(task, step, *operand_name(step, "x"));
+    DType w = library_operand_dtype(task, step, *operand_name(step, "w"));
+    DType y = library_operand_dtype(task, step, *operand_name(step, "y"));
     if (!library_float(x) || x != w || x != y)
         step_fail(fmt::format("{}: x, w and y are {}, {} and {}; a conv step takes f32, bf16 or f16, all the same",
                               where, dtype_name(x), dtype_name(w), dtype_name(y)));
 }
 
 } // namespace
+
+DType library_operand_dtype(const Task& task, const PlanLibraryStep& step, const std::string& name)
+{
+    if (const ArgSpec* arg = task.find_arg(name))
+        return arg->dtype;
+    if (step.dtype)
+        return *step.dtype;
+    for (const auto& operand : step.operands)
+        if (operand.role != "workspace")
+            if (const ArgSpec* arg = task.find_arg(operand.name); arg && arg->is_tensor)
+                return arg->dtype;
+    return DType::f32;
+}
 
 std::string_view library_op_name(LibraryOp op) { return op == LibraryOp::matmul ? "matmul" : "conv"; }
 
@@ -344,7 +342,7 @@ ResolvedLibraryStep resolve_library_step(const Task& task, const PlanLibraryStep
         ResolvedOperand r;
         r.role = operand.role;
         r.name = operand.name;
-        r.dtype = role == "workspace" ? DType::u8 : operand_dtype(task, step, operand.name);
+        r.dtype = role == "workspace" ? DType::u8 : library_operand_dtype(task, step, operand.name);
         r.available = buffer_elements(operand, r.dtype, r.scratch);
         r.written = is_output_role(role) || role == "workspace";
         r.used = role == "workspace" ? r.available : used;

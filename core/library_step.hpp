@@ -126,6 +126,10 @@ ResolvedLibraryStep resolve_library_step(const Task& task, const PlanLibraryStep
                                          const std::vector<std::pair<std::string, int64_t>>& scratch_bytes,
                                          const std::string& where);
 
+// The dtype of an operand named `name`: the tensor's own, or the step's `dtype` for scratch
+// (default: the first tensor operand's, as A's for a matmul).
+DType library_operand_dtype(const Task& task, const PlanLibraryStep& step, const std::string& name);
+
 // Whether a model writing candidates for `task` should be told about library steps: the task holds a
 // matrix product or a convolution (a PyTorch program that calls Linear, matmul, bmm, einsum, conv...;
 // a spec tagged gemm, matmul or conv, or timed against a cuBLAS GEMM). Telling every model about them

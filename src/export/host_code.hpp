@@ -137,10 +137,6 @@ bool has_library_step(const Plan& plan, LibraryOp op);
 // without steps. In the order they go on nvcc's command line, after the file.
 std::vector<std::string> library_link_flags(const Plan& plan);
 
-// The dtype a step operand has: the task tensor's own, else the step's `dtype`, else its first
-// tensor operand's (core/library_step.cpp's rule for scratch operands).
-DType library_operand_dtype(const Task& task, const PlanLibraryStep& step, const std::string& name);
-
 // The role order of a step's operands in the resolved plan's `arg` values (and the vendor
 // library's run order): matmul a, b, c, d, bias, workspace; conv x, w, y, workspace.
 const std::vector<std::string>& library_operand_roles(LibraryOp op);

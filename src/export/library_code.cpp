@@ -464,19 +464,6 @@ std::vector<std::string> library_link_flags(const Plan& plan)
     return flags;
 }
 
-DType library_operand_dtype(const Task& task, const PlanLibraryStep& step, const std::string& name)
-{
-    if (const ArgSpec* arg = task.find_arg(name))
-        return arg->dtype;
-    if (step.dtype)
-        return *step.dtype;
-    for (const auto& operand : step.operands)
-        if (operand.role != "workspace")
-            if (const ArgSpec* arg = task.find_arg(operand.name); arg && arg->is_tensor)
-                return arg->dtype;
-    return DType::f32;
-}
-
 const std::vector<std::string>& library_operand_roles(LibraryOp op)
 {
     static const std::vector<std::string> k_matmul = {"a", "b", "c", "d", "bias", "workspace"};
