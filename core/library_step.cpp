@@ -126,6 +126,23 @@ std::string_view step_epilogue_name(StepEpilogue epilogue)
     return "none";
 }
 
+namespace {
+
+// The step's operands in its op's role order, each role it names; the required ones must be there.
+template <size_t N>
+void read_operands(const JsonReader& entry, const std::string_view (&roles)[N],
+                   std::initializer_list<std::string_view> required, std::string_view op, PlanLibraryStep& step)
+{
+    for (std::string_view role : roles)
+        if (auto field = entry.find(role))
+            step.operands.push_back({std::string(role), field->as_string()});
+    for (std::string_view role : required)
+        if (!entry.has(role))
+            entry.fail(fmt::format("a {} step needs \"{}\" (a tensor or scratch buffer)", op, role));
+}
+
+} // namespace
+
 PlanLibraryStep parse_library_step(const JsonReader& entry)
 {
     PlanLibraryStep step;
@@ -135,12 +152,7 @@ PlanLibraryStep parse_library_step(const JsonReader& entry)
                           "stride_b", "stride_c", "stride_d", "transpose_a", "transpose_b", "alpha", "beta",
                           "epilogue", "dtype", "algo"});
         step.op = LibraryOp::matmul;
-        for (std::string_view role : k_matmul_roles)
-            if (auto field = entry.find(role))
-                step.operands.push_back({std::string(role), field->as_string()});
-        for (std::string_view required : {"a", "b", "d"})
-            if (!entry.has(required))
-                entry.fail(fmt::format("a matmul step needs \"{}\" (a tensor or scratch buffer)", required));
+        read_operands(entry, k_matmul_roles, {"a", "b", "d"}, "matmul", step);
         PlanMatmul& mm = step.matmul;
         mm.m = parse_plan_expr(entry.at("m"));
         mm.n = parse_plan_expr(entry.at("n"));
@@ -169,12 +181,7 @@ PlanLibraryStep parse_library_step(const JsonReader& entry)
         entry.allow_only({"library", "x", "w", "y", "workspace", "n", "c", "k", "size", "kernel", "stride", "padding",
                           "dilation", "groups", "transposed", "output_padding", "layout", "dtype", "algo"});
         step.op = LibraryOp::conv;
-        for (std::string_view role : k_conv_roles)
-            if (auto field = entry.find(role))
-                step.operands.push_back({std::string(role), field->as_string()});
-        for (std::string_view required : {"x", "w", "y"})
-            if (!entry.has(required))
-                entry.fail(fmt::format("a conv step needs \"{}\" (a tensor or scratch buffer)", required));
+        read_operands(entry, k_conv_roles, {"x", "w", "y"}, "conv", step);
         PlanConv& cv = step.conv;
         cv.n = parse_plan_expr(entry.at("n"));
         cv.c = parse_plan_expr(entry.at("c"));
