@@ -50,6 +50,7 @@ int run_cli(int argc, char** argv)
     add_propose_command(app, slot);
     add_report_command(app, slot);
     add_suite_command(app, slot);
+    add_model_command(app, slot);
     add_worker_command(app, slot);
 
     try {

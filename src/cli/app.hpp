@@ -30,6 +30,7 @@ void add_task_command(CLI::App& app, CommandSlot& slot);
 void add_propose_command(CLI::App& app, CommandSlot& slot);
 void add_report_command(CLI::App& app, CommandSlot& slot);
 void add_suite_command(CLI::App& app, CommandSlot& slot);
+void add_model_command(CLI::App& app, CommandSlot& slot);
 void add_worker_command(CLI::App& app, CommandSlot& slot);
 
 } // namespace kforge

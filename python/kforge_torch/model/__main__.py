@@ -1,0 +1,92 @@
+"""`python3 -m kforge_torch.model {profile,extract,assemble,check} ...`: kforge model's PyTorch side.
+
+`kforge model` runs these in a killable child (as `task import` runs the importer) and reads the one
+JSON object each prints on stdout: the result, or {"error": "..."} with exit 1. What the model's own
+file prints goes to stderr.
+"""
+import argparse
+import contextlib
+import json
+import math
+import sys
+import traceback
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        print(json.dumps({"error": f"usage: {message}"}))
+        sys.exit(1)
+
+
+def _safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_safe(v) for v in value]
+    return value
+
+
+def _device(text):
+    import torch
+    if text == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if text.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("--device cuda: this torch sees no CUDA device")
+    return text
+
+
+def main(argv=None):
+    parser = _Parser(prog="python3 -m kforge_torch.model")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("profile", "extract"):
+        p = sub.add_parser(name)
+        p.add_argument("model")
+        p.add_argument("-o", "--output", required=True)
+        p.add_argument("--device", default="auto")
+        p.add_argument("--top", type=int)
+        p.add_argument("--min-share", type=float, default=0.02)
+        p.add_argument("--no-measure", action="store_true")
+    p = sub.add_parser("assemble")
+    p.add_argument("folder")
+    p = sub.add_parser("check")
+    p.add_argument("folder")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--mode", default="auto", choices=("auto", "kernels", "reference"))
+    args = parser.parse_args(argv)
+    stdout = sys.stdout
+    try:
+        import torch  # noqa: F401
+    except Exception as e:
+        print(json.dumps({"error": f"{sys.executable} cannot import torch ({type(e).__name__}: {e})"}), file=stdout)
+        return 1
+    from ..problem import ProblemError
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            if args.command in ("profile", "extract"):
+                from .extract import extract
+                result = extract(args.model, args.output, _device(args.device), args.top, args.min_share,
+                                 not args.no_measure, write=args.command == "extract")
+            elif args.command == "assemble":
+                from .assemble import assemble
+                result = assemble(args.folder)
+            else:
+                from .assemble import check
+                result = check(args.folder, _device(args.device), args.mode)
+    except ProblemError as e:
+        print(json.dumps({"error": str(e)}), file=stdout)
+        return 1
+    except Exception as e:
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        first = str(e).strip().splitlines()[0][:500] if str(e).strip() else ""
+        print(json.dumps({"error": f"{type(e).__name__}: {first} (at {where.filename.rsplit('/', 1)[-1]}:"
+                                   f"{where.lineno})"}), file=stdout)
+        traceback.print_exc(file=sys.stderr)
+        return 1
+    print(json.dumps(_safe(result)), file=stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""`assemble`: MODEL_kforge.py, the user's model with kforge's kernels in the regions they won; and
+`check`: the assembled model against the original on fresh inputs, and both timed.
+
+DIR/winners.json (written by `kforge model assemble`) names each region problem whose best kernel
+beat both torch eager and torch.compile on that region, with the export's loader and the task's
+tolerance. MODEL_kforge.py sits in DIR beside a copy of the model file (DIR/model/) and
+kforge_runtime/ (capture, regions, runtime: torch alone), so DIR can be moved or copied as a whole.
+"""
+import json
+import os
+import shutil
+import statistics
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUNTIME_FILES = ("capture.py", "regions.py", "runtime.py")
+
+TEMPLATE = '''"""{stem} with kforge's kernels in the regions where they beat torch eager and torch.compile.
+
+kforge model assemble wrote this file from {folder}/model.json and winners.json. Model is the
+model's own class (same constructor, parameters, buffers and state_dict) with a forward that runs
+the captured model region by region, calling kforge's exported operator in each replaced region:
+{replaced}
+Everything else runs as the model's own operators. At input sizes other than the extracted ones the
+regions differ and nothing is replaced. Inference only (the kernels have no backward). Set
+KFORGE_MODEL_REGIONS=reference to run the replaced regions' own operators through the same wiring.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from kforge_runtime.runtime import Assembly, load_module  # noqa: E402
+
+_ORIGINAL = load_module(os.path.join(HERE, "model", {model_file!r}), "kforge_original_{ident}")
+globals().update({{k: v for k, v in vars(_ORIGINAL).items() if not k.startswith("__") and k != "Model"}})
+
+REGIONS = {regions}
+for _region in REGIONS:
+    _region["loader"] = os.path.join(HERE, _region["loader"])
+_MODE = os.environ.get("KFORGE_MODEL_REGIONS", "kernels")
+
+
+class Model(_ORIGINAL.Model):
+    """{stem}'s Model; forward runs kforge's kernels where they won."""
+
+    def forward(self, *inputs):
+        assembly = self.__dict__.get("_kforge_assembly")
+        if assembly is None:
+            assembly = self.__dict__["_kforge_assembly"] = Assembly(REGIONS, _MODE)
+        if assembly.capturing:  # the capture records the model's own forward
+            return _ORIGINAL.Model.forward(self, *inputs)
+        return assembly.forward(self, list(inputs))
+'''
+
+
+def assemble(folder):
+    with open(os.path.join(folder, "model.json"), encoding="utf-8") as f:
+        document = json.load(f)
+    winners_path = os.path.join(folder, "winners.json")
+    winners = []
+    if os.path.exists(winners_path):
+        with open(winners_path, encoding="utf-8") as f:
+            winners = json.load(f)["winners"]
+    rows = {r["id"]: r for r in document["regions"]}
+    plan = []
+    for winner in winners:
+        row = rows.get(winner["problem"])
+        if row is None:
+            raise ValueError(f"winners.json names {winner['problem']}, which model.json does not have")
+        ident = "".join(c if c.isalnum() else "_" for c in winner["problem"])
+        plan.append({"key": row["key"], "problem": winner["problem"], "loader": winner["loader"],
+                     "attrs": row["attrs"], "op": ident, "count": row["count"]})
+    model_path = document["model"]
+    model_file = os.path.basename(model_path)
+    stem = os.path.splitext(model_file)[0]
+    os.makedirs(os.path.join(folder, "model"), exist_ok=True)
+    shutil.copyfile(model_path, os.path.join(folder, "model", model_file))
+    runtime = os.path.join(folder, "kforge_runtime")
+    os.makedirs(runtime, exist_ok=True)
+    for name in RUNTIME_FILES:
+        shutil.copyfile(os.path.join(HERE, name), os.path.join(runtime, name))
+    with open(os.path.join(runtime, "__init__.py"), "w", encoding="utf-8") as f:
+        f.write('"""kforge model\'s runtime, copied beside MODEL_kforge.py (torch alone)."""\n')
+    replaced = "\n".join(f"  - {p['problem']} ({p['count']} time(s) per forward)" for p in plan) or "  (none)"
+    text = TEMPLATE.format(stem=stem, folder=os.path.basename(os.path.abspath(folder)), replaced=replaced,
+                           model_file=model_file, ident="".join(c if c.isalnum() else "_" for c in stem),
+                           regions=json.dumps(plan, indent=4))
+    path = os.path.join(folder, stem + "_kforge.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return {"assembled": path, "replaced": [p["problem"] for p in plan]}
+
+
+def _evaluate(text, names):
+    """A tolerance expression of a task spec ("1e-06 * max_abs_ref + 1.2e-06", "3e-5*sqrt(K)")."""
+    import math
+    table = {"sqrt": math.sqrt, "log": math.log, "log2": math.log2, "exp": math.exp, "min": min, "max": max,
+             "abs": abs, **names}
+    return float(eval(compile(str(text), "<tolerance>", "eval"), {"__builtins__": {}}, table))
+
+
+def composed_tolerance(winners, counts, largest, symbols):
+    """Each replaced occurrence may add its task's error to the model's output: the composed
+    tolerance is the sum over replaced occurrences of each region's loosest output tolerance, with
+    `max_abs_ref` the model output's largest magnitude (an error a region makes is assumed to reach
+    the output unamplified; a model that amplifies it, a deep unnormalized stack, would not fit)."""
+    total = {"rtol": 0.0, "atol": 0.0}
+    names = dict(symbols, max_abs_ref=largest)
+    for w in winners:
+        checks = w.get("checks") or [{"atol": "1e-5", "rtol": "1e-5"}]
+        count = counts.get(w["problem"], 1)
+        for key in ("atol", "rtol"):
+            values = []
+            for check in checks:
+                try:
+                    values.append(_evaluate(check.get(key, "0"), names))
+                except Exception:  # an expression over names we lack: the strict default
+                    values.append(1e-5)
+            total[key] += count * max(values)
+    return total
+
+
+def _time(fn, iterations):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(iterations):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1000.0)
+    return statistics.median(samples)
+
+
+def _leaves(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def check(folder, device, mode="auto", iterations=30, seed=7):
+    """The assembled model against the original on inputs neither was extracted with; on CUDA, the
+    four times. Mode "kernels" runs the exported operators, "reference" the replaced regions' own
+    operators through the same wiring, "auto" kernels on CUDA and reference elsewhere. Returns a dict
+    (also written to DIR/assembled.json)."""
+    from ..problem import ProblemFile
+    with open(os.path.join(folder, "model.json"), encoding="utf-8") as f:
+        document = json.load(f)
+    stem = os.path.splitext(os.path.basename(document["model"]))[0]
+    winners_path = os.path.join(folder, "winners.json")
+    winners = json.load(open(winners_path, encoding="utf-8"))["winners"] if os.path.exists(winners_path) else []
+    counts = {r["id"]: r["count"] for r in document["regions"]}
+    if mode == "auto":
+        mode = "kernels" if str(device).startswith("cuda") else "reference"
+    os.environ["KFORGE_MODEL_REGIONS"] = mode
+    original_program = ProblemFile(os.path.join(folder, "model", os.path.basename(document["model"]))).load()
+    assembled_program = ProblemFile(os.path.join(folder, stem + "_kforge.py")).load()
+    original = original_program.build_model(seed, device)
+    assembled = assembled_program.build_model(seed, device)
+    assembled.load_state_dict(original.state_dict())
+    inputs = original_program.make_inputs(seed + 100, device)
+    with torch.no_grad():
+        want = [t.detach().clone() for t in _leaves(original(*inputs))]
+        got = _leaves(assembled(*inputs))
+    errors = []
+    ok = len(want) == len(got)
+    largest = max((w.double().abs().max().item() for w in want if w.numel()), default=0.0)
+    tolerance = composed_tolerance(winners, counts, largest, document.get("size_symbols", {}))
+    for w, g in zip(want, got):
+        diff = (g.double() - w.double()).abs()
+        bound = tolerance["atol"] + tolerance["rtol"] * w.double().abs()
+        errors.append({"max_abs": diff.max().item(), "max_rel": (diff / w.double().abs().clamp_min(1e-12)).max().item(),
+                       "within": bool((diff <= bound).all().item()) if tolerance["atol"] or tolerance["rtol"]
+                       else bool(torch.equal(g, w))})
+        ok = ok and errors[-1]["within"] and bool(torch.isfinite(g).all().item())
+    replaced = next(iter(assembled.__dict__["_kforge_assembly"].replaced.values()), [])
+    result = {"mode": mode, "device": device, "tolerance": tolerance, "outputs": errors, "matches": ok,
+              "replaced": replaced}
+    if str(device).startswith("cuda"):
+        with torch.no_grad():
+            result["eager_s"] = _time(lambda: original(*inputs), iterations)
+            compiled = torch.compile(original)
+            result["compile_s"] = _time(lambda: compiled(*inputs), iterations)
+            result["assembled_s"] = _time(lambda: assembled(*inputs), iterations)
+            try:
+                compiled_assembled = torch.compile(assembled)
+                check_out = _leaves(compiled_assembled(*inputs))
+                result["assembled_compile_matches"] = all(
+                    torch.allclose(c.double(), w.double(), rtol=max(tolerance["rtol"], 1e-5),
+                                   atol=max(tolerance["atol"], 1e-5)) for c, w in zip(check_out, want))
+                result["assembled_compile_s"] = _time(lambda: compiled_assembled(*inputs), iterations)
+            except Exception as e:  # say it, keep the other three
+                result["assembled_compile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+    with open(os.path.join(folder, "assembled.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+    return result

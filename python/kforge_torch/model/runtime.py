@@ -1,0 +1,175 @@
+"""The assembled model's forward: the user's model captured and cut as extract cut it, each region
+that kforge won replaced by a call of its exported operator, the rest run as captured.
+
+A region is matched by its structure key (regions.structure_key: operators, shapes, dtypes), so a
+region replaced at the extracted sizes is replaced wherever the same computation recurs (every
+block of a stack) and nowhere else: at other input sizes the keys differ and the model's own
+operators run. The capture is made once per input signature (sizes, dtypes, devices, mode), on the
+first forward with it, as torch.compile does.
+
+Each replaced region is a custom operator `kforge_model::<problem>` (torch >= 2.4) whose fake
+implementation runs the region's own operators on fake tensors, so torch.compile traces through the
+assembled model and keeps the kernels; with older torch it is a plain call. Inference only: the
+kernels have no backward.
+"""
+import hashlib
+import importlib.util
+import operator
+import os
+from typing import List
+
+import torch
+from torch.fx import Graph, GraphModule
+from torch.fx.node import map_arg
+
+from .capture import capture, model_state, record, unflatten_output
+from .regions import partition, region_graph, structure_key
+
+_OPS = {}
+
+
+def region_key(part, region):
+    return hashlib.sha1(structure_key(part, region).encode()).hexdigest()[:16]
+
+
+def load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _as_list(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+class ReferenceRegion:
+    """The region's own operators: what a replaced region is checked against, and its fake."""
+
+    def __init__(self, part, region):
+        names = {n: f"s{i}" for i, n in enumerate(part.captured.state_names)}
+        self.gm = region_graph(part, region, names, state_as="placeholder")
+        self.__name__ = f"reference_region_{region.index}"  # fx names a call target by it
+
+    def __call__(self, inputs, state):
+        return [o.clone() for o in _as_list(self.gm(*inputs, *state))]
+
+
+class KernelRegion:
+    """The exported ModelNew of a region's problem, given the model's own tensors at each call."""
+
+    def __init__(self, loader_path, attrs):
+        module = load_module(loader_path, "kforge_region_" + os.path.basename(loader_path)[:-3])
+        self.model = module.ModelNew()
+        self.attrs = attrs  # the problem's attribute of each state tensor, in the region's order
+        self.__name__ = "kernels_" + os.path.basename(loader_path)[:-len("_load.py")]
+
+    def __call__(self, inputs, state):
+        for attr, tensor in zip(self.attrs, state):
+            table = self.model._parameters if attr in self.model._parameters else self.model._buffers
+            table[attr] = tensor
+        return _as_list(self.model(*inputs))
+
+
+def as_operator(name, call, fake):
+    """`call` as the custom operator kforge_model::name where torch has custom_op, else as it is."""
+    if not hasattr(torch.library, "custom_op"):
+        return call
+    if name in _OPS:  # a second model of the same assembly: one operator, the newest call
+        _OPS[name][1][0] = call
+        _OPS[name][2][0] = fake
+        return _OPS[name][0]
+    holder, fakes = [call], [fake]
+
+    @torch.library.custom_op(f"kforge_model::{name}", mutates_args=())
+    def op(inputs: List[torch.Tensor], state: List[torch.Tensor]) -> List[torch.Tensor]:
+        return holder[0](inputs, state)
+
+    @op.register_fake
+    def _(inputs, state):
+        return [torch.empty_like(o, memory_format=torch.contiguous_format) for o in fakes[0](inputs, state)]
+
+    _OPS[name] = (op, holder, fakes)
+    return op
+
+
+def staged_module(part, replaced):
+    """The captured graph run region by region; `replaced` maps a region index to the callable that
+    takes (inputs, state) and returns its outputs."""
+    captured = part.captured
+    graph = Graph()
+    env = {}
+    for node in captured.placeholders():
+        env[node] = graph.placeholder(node.name)
+
+    def value(node):
+        if node not in env:
+            env[node] = graph.node_copy(node, value)
+        return env[node]
+
+    for region in part.regions:
+        call = replaced.get(region.index)
+        if call is None:
+            for node in region.nodes:
+                env[node] = graph.node_copy(node, value)
+            continue
+        inputs = [value(n) for n in region.inputs]
+        state = [env[n] for n in region.state]
+        out = graph.call_function(call, (inputs, state))
+        for k, node in enumerate(region.outputs):
+            env[node] = graph.call_function(operator.getitem, (out, k))
+    for node in part.top:
+        value(node)
+    output = next(n for n in captured.gm.graph.nodes if n.op == "output")
+    graph.output(map_arg(output.args[0], value))
+    return GraphModule(captured.gm, graph)
+
+
+class Assembly:
+    """What MODEL_kforge.py's Model runs: `regions` is the plan assemble wrote (one entry per
+    replaced problem: key, problem id, loader path, attribute names); mode "kernels" calls the
+    exported operators, "reference" the regions' own operators through the same wiring (a check of
+    the wiring where no GPU is)."""
+
+    def __init__(self, regions, mode="kernels"):
+        self.plan = {r["key"]: r for r in regions}
+        self.mode = mode
+        self.staged = {}
+        self.replaced = {}  # signature -> [problem ids replaced]
+        self.calls = {}     # problem id -> its operator
+        self.capturing = False  # while True, the model's forward is its own (capture records it)
+
+    def forward(self, model, inputs):
+        signature = (model.training,) + tuple(
+            (tuple(t.shape), t.dtype, str(t.device)) if isinstance(t, torch.Tensor) else repr(t) for t in inputs)
+        entry = self.staged.get(signature)
+        if entry is None:
+            entry = self.staged[signature] = self._build(model, inputs, signature)
+        gm, captured = entry
+        _, _, state = model_state(model)
+        return unflatten_output(captured, gm(*state, *inputs))
+
+    def _build(self, model, inputs, signature):
+        self.capturing = True
+        try:
+            captured = capture(model, inputs)
+        finally:
+            self.capturing = False
+        part = partition(captured)
+        _, _, state = model_state(model)
+        record(captured, [t.detach().clone() for t in state] + list(inputs))
+        replaced, used = {}, []
+        for region in part.regions:
+            entry = self.plan.get(region_key(part, region))
+            if entry is None:
+                continue
+            problem = entry["problem"]
+            if problem not in self.calls:
+                reference = ReferenceRegion(part, region)
+                call = reference if self.mode == "reference" else KernelRegion(entry["loader"], entry["attrs"])
+                self.calls[problem] = as_operator(entry["op"] + ("_reference" if self.mode == "reference" else ""),
+                                                  call, reference)
+            replaced[region.index] = self.calls[problem]
+            used.append(problem)
+        self.replaced[signature] = used
+        return staged_module(part, replaced), captured
