@@ -127,6 +127,10 @@ int run_model_optimize(const ModelCutOptions& cut_options, SuiteRunRequest suite
     fs::path folder = fs::absolute(cut_options.folder);
     fs::path regions = folder / "regions";
     std::error_code ec;
+    // The suite's flags are checked before anything is captured (a bad --model is a usage error now,
+    // not after minutes of extraction).
+    if (suite.merge_settings)
+        suite.merge_settings(SuiteSettings{});
     bool resuming = fs::exists(folder / "suite" / "suite.json", ec) && fs::exists(folder / "model.json", ec);
     if (resuming) {
         log_info("{} holds an extraction and a suite: resuming the suite", folder.string());

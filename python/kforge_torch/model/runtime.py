@@ -72,9 +72,10 @@ class KernelRegion:
 
 
 def as_operator(name, call, fake):
-    """`call` as the custom operator kforge_model::name where torch has custom_op, else as it is."""
+    """`call` as the custom operator kforge_model::name (its OpOverload), for torch.compile to trace
+    through; None where torch has no torch.library.custom_op (before 2.4)."""
     if not hasattr(torch.library, "custom_op"):
-        return call
+        return None
     if name in _OPS:  # a second model of the same assembly: one operator, the newest call
         _OPS[name][1][0] = call
         _OPS[name][2][0] = fake
@@ -89,8 +90,14 @@ def as_operator(name, call, fake):
     def _(inputs, state):
         return [torch.empty_like(o, memory_format=torch.contiguous_format) for o in fakes[0](inputs, state)]
 
-    _OPS[name] = (op, holder, fakes)
-    return op
+    overload = getattr(torch.ops.kforge_model, name).default
+    _OPS[name] = (overload, holder, fakes)
+    return overload
+
+
+def _compiling():
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
 
 
 def staged_module(part, replaced):
@@ -145,8 +152,11 @@ class Assembly:
         entry = self.staged.get(signature)
         if entry is None:
             entry = self.staged[signature] = self._build(model, inputs, signature)
-        gm, captured = entry
+        eager, traced, captured = entry
         _, _, state = model_state(model)
+        # Eager calls the regions' callables; under torch.compile the graph of custom operators,
+        # whose fake kernels let dynamo trace through them.
+        gm = traced if (traced is not None and _compiling()) else eager
         return unflatten_output(captured, gm(*state, *inputs))
 
     def _build(self, model, inputs, signature):
@@ -158,7 +168,7 @@ class Assembly:
         part = partition(captured)
         _, _, state = model_state(model)
         record(captured, [t.detach().clone() for t in state] + list(inputs))
-        replaced, used = {}, []
+        replaced, operators, used = {}, {}, []
         for region in part.regions:
             entry = self.plan.get(region_key(part, region))
             if entry is None:
@@ -167,9 +177,10 @@ class Assembly:
             if problem not in self.calls:
                 reference = ReferenceRegion(part, region)
                 call = reference if self.mode == "reference" else KernelRegion(entry["loader"], entry["attrs"])
-                self.calls[problem] = as_operator(entry["op"] + ("_reference" if self.mode == "reference" else ""),
-                                                  call, reference)
-            replaced[region.index] = self.calls[problem]
+                name = entry["op"] + ("_reference" if self.mode == "reference" else "")
+                self.calls[problem] = (call, as_operator(name, call, reference))
+            replaced[region.index], operators[region.index] = self.calls[problem]
             used.append(problem)
         self.replaced[signature] = used
-        return staged_module(part, replaced), captured
+        traced = staged_module(part, operators) if all(op is not None for op in operators.values()) else None
+        return staged_module(part, replaced), traced, captured

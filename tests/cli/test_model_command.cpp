@@ -1,0 +1,128 @@
+// `kforge model optimize` end to end through the real binary on simulated GPUs: a model file cut
+// into regions, the regions imported and searched as a suite with recorded replies, the winners
+// exported and put back into MODEL_kforge.py, the assembled model checked against the original
+// (without a GPU: the replaced regions' own operators through the assembled wiring), and the report.
+#include "kf_catch.hpp"
+
+#include <set>
+
+#include "test_support.hpp"
+#include "util/json_reader.hpp"
+#include "util/text.hpp"
+
+using namespace kforge;
+using namespace kforge::test;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Json model_json(const fs::path& path)
+{
+    return parse_json_text(read_file(path), path.string());
+}
+
+} // namespace
+
+TEST_CASE("model optimize cuts a model, searches its regions as a suite and puts the winners back",
+          "[torch][model][e2e]")
+{
+    TempDir dir;
+    fs::path folder = dir / "mlp";
+    fs::path replies = fixtures_dir() / "model" / "replies";
+    CommandResult run = run_kforge({"model", "optimize", (fixtures_dir() / "model" / "mlp_stack.py").string(), "-o",
+                                    folder.string(), "--device", "cpu", "--model", "replay:" + replies.string() + "/",
+                                    "--no-knowledge", "--progress", "lines"},
+                                   {"KFORGE_SIMULATE_GPUS=1"});
+    INFO(run.out << run.err);
+    REQUIRE((run.exit_code == 0 || run.exit_code == 1));
+
+    // extract: the three GEMM + ReLU layers are worth a search, the norm and the head are not
+    Json doc = model_json(folder / "model.json");
+    std::set<std::string> written;
+    for (const auto& r : doc["regions"])
+        if (r.contains("problem"))
+            written.insert(r["id"].get<std::string>());
+    CHECK(written == std::set<std::string>{"mlp_stack_r00_gemm_relu", "mlp_stack_r01_gemm_relu",
+                                           "mlp_stack_r02_gemm_relu"});
+    CHECK(doc["size_symbols"] == Json{{"batch_size", 512}});
+
+    // the suite ran every written region with its recorded replies
+    Json suite = parse_json_text(run_kforge({"suite", "report", (folder / "suite").string(), "--json"}).out,
+                                 "suite report");
+    REQUIRE(suite["problems"].size() == 3);
+    for (const auto& p : suite["problems"])
+        CHECK(p["state"] == "finished");
+
+    // assemble decided from the suite's own rows and says why for every region
+    Json winners = model_json(folder / "winners.json");
+    REQUIRE(winners["considered"].size() == 3);
+    std::set<std::string> replaced;
+    for (const auto& c : winners["considered"]) {
+        std::string outcome = c["outcome"].get<std::string>();
+        if (outcome == "replaced") {
+            replaced.insert(c["problem"].get<std::string>());
+            CHECK(c["speedup_eager"].get<double>() > 1.0);
+            CHECK(c["speedup_compile"].get<double>() > 1.0);
+            CHECK(fs::exists(folder / "kernels" / (c["problem"].get<std::string>() + "_load.py")));
+        } else {
+            CHECK(!outcome.empty());
+        }
+    }
+    CHECK(winners["winners"].size() == replaced.size());
+
+    // the assembled model: the user's class, the replaced regions wired in, equal to the original
+    REQUIRE(fs::exists(folder / "mlp_stack_kforge.py"));
+    CHECK_THAT(read_file(folder / "mlp_stack_kforge.py"), Catch::Contains("class Model(_ORIGINAL.Model)"));
+    Json assembled = model_json(folder / "assembled.json");
+    CHECK(assembled["mode"] == "reference");
+    CHECK(assembled["matches"] == true);
+    std::set<std::string> wired;
+    for (const auto& p : assembled["replaced"])
+        wired.insert(p.get<std::string>());
+    CHECK(wired == replaced);
+
+    // the report: every region, the shares, and the JSON form for tools
+    CommandResult report = run_kforge({"model", "report", folder.string()});
+    REQUIRE(report.exit_code == 0);
+    for (const auto& id : written)
+        CHECK_THAT(report.out, Catch::Contains(id));
+    CHECK_THAT(report.out, Catch::Contains("time in replaced regions"));
+    Json as_json = parse_json_text(run_kforge({"model", "report", folder.string(), "--json"}).out, "model report");
+    CHECK(as_json["regions"].size() == 5);
+    CommandResult page = run_kforge({"model", "report", folder.string(), "-o", (dir / "m.html").string()});
+    REQUIRE(page.exit_code == 0);
+    CHECK_THAT(read_file(dir / "m.html"), Catch::Contains("<h2>Regions</h2>"));
+}
+
+TEST_CASE("model commands refuse what they cannot use, naming it, before anything runs", "[torch][model]")
+{
+    TempDir dir;
+    CommandResult missing = run_kforge({"model", "extract", (dir / "nope.py").string(), "-o", (dir / "m").string()});
+    CHECK(missing.exit_code == 3);
+    CHECK_THAT(missing.err, Catch::Contains("nope.py: no such file"));
+
+    CommandResult share = run_kforge({"model", "extract", (fixtures_dir() / "model" / "mlp_stack.py").string(), "-o",
+                                      (dir / "m").string(), "--min-share", "150%"});
+    CHECK(share.exit_code == 2);
+    CHECK_THAT(share.err, Catch::Contains("--min-share '150%'"));
+
+    CommandResult model = run_kforge({"model", "optimize", (fixtures_dir() / "model" / "mlp_stack.py").string(), "-o",
+                                      (dir / "m").string(), "--model", "replay:" + (dir / "none").string()});
+    CHECK(model.exit_code == 2);
+    CHECK_THAT(model.err, Catch::Contains("no such file or folder"));
+    CHECK(!fs::exists(dir / "m" / "model.json")); // refused before the model was captured
+
+    CommandResult bare = run_kforge({"model", "assemble", (dir / "m").string()});
+    CHECK(bare.exit_code == 3);
+    CHECK_THAT(bare.err, Catch::Contains("no model.json"));
+
+    fs::path broken = dir / "broken.py";
+    write_file_atomic(broken, "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                              "        raise ValueError('the model is broken')\n"
+                              "def get_inputs():\n    return [torch.randn(4, 4)]\n"
+                              "def get_init_inputs():\n    return []\n");
+    CommandResult failed = run_kforge({"model", "extract", broken.string(), "-o", (dir / "b").string()});
+    CHECK(failed.exit_code == 3);
+    CHECK_THAT(failed.err, Catch::Contains("the model is broken"));
+}
