@@ -460,11 +460,15 @@ bool task_suits_library_steps(const Task& task)
             return true;
     if (!task.is_torch())
         return false;
-    // The program's own calls: nn.Linear and F.linear, the matrix products, einsum, convolutions.
+    // The program's own calls: nn.Linear and F.linear, the matrix products, einsum, convolutions;
+    // and their ATen spellings, which a region `kforge model extract` wrote uses
+    // (`torch.ops.aten.addmm.default(`).
     static constexpr std::string_view k_calls[] = {"Linear(", "linear(", "matmul(", ".mm(", "torch.mm(", "bmm(",
                                                    "addmm(", "baddbmm(", "einsum(", "Conv1d(", "Conv2d(", "Conv3d(",
                                                    "ConvTranspose", "conv1d(", "conv2d(", "conv3d(", "conv_transpose",
-                                                   " @ "};
+                                                   " @ ", "aten.mm.", "aten.addmm.", "aten.bmm.", "aten.baddbmm.",
+                                                   "aten.linear.", "aten.matmul.", "aten.einsum.", "aten.convolution.",
+                                                   "aten._convolution.", "aten.conv"};
     const std::string& source = task.reference.source;
     return std::any_of(std::begin(k_calls), std::end(k_calls),
                        [&](std::string_view call) { return source.find(call) != std::string::npos; });

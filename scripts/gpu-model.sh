@@ -30,7 +30,7 @@ echo "transformers $hf"
 
 optimize() {  # model file, folder name
     say "model optimize $1"
-    timeout -s INT -k 60 "$budget" "$KF" model optimize "$1" -o "$out/$2" --model "replay:$replies/" \
+    timeout -s INT -k 60 "$budget" "$KF" model optimize "$1" -o "$out/$2" --model "replay:$replies/" --import-jobs 8 \
         --no-knowledge --progress lines --device cuda >"$out/$2.out" 2>"$out/$2.log"
     echo "$2 optimize rc=$?" | tee "$out/$2.rc"
     grep -E '^\[[0-9]+/[0-9]+\]|error|failed' "$out/$2.log" | cut -c1-300 | tail -20
@@ -46,7 +46,7 @@ done
 
 if [ "${KF_MODEL_HF:-1}" = 1 ] && [ "$hf" != none ]; then
     say "transformers GPT-2 block: profile and extract"
-    "$KF" model extract tests/fixtures/model/gpt2_block.py -o "$out/gpt2_block" --device cuda \
+    timeout -k 10 "${KF_MODEL_HF_LIMIT:-150}" "$KF" model extract tests/fixtures/model/gpt2_block.py -o "$out/gpt2_block" --device cuda \
         >"$out/gpt2_block.extract.txt" 2>"$out/gpt2_block.extract.log"
     echo "gpt2_block extract rc=$?"
     cat "$out/gpt2_block.extract.txt" | head -30
@@ -60,3 +60,10 @@ say "done"
 for f in "$out"/*.report.txt; do
     [ -f "$f" ] && { echo "== $(basename "$f" .report.txt)"; cat "$f"; }
 done
+if [ -d .kb/level3 ] && [ "${KF_MODEL_KB3:-1}" = 1 ]; then
+    say "KernelBench level 3: extract every program (.kb/level3, fetched as test input)"
+    python3 scripts/model-extract-kb.py .kb/level3 "$out/kb3" --kforge "$KF" --device cuda \
+        --time-limit "${KF_MODEL_KB3_LIMIT:-60}" >"$out/kb3.txt" 2>&1
+    pack
+    tail -58 "$out/kb3.txt"
+fi

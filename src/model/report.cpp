@@ -54,9 +54,11 @@ ModelSummary summarize(const fs::path& folder)
     if (fs::exists(folder / "assembled.json", ec))
         s.assembled = read_model_document(folder, "assembled.json", "");
     std::map<std::string, std::string> outcomes;
-    if (fs::exists(folder / "winners.json", ec))
-        for (const auto& c : read_model_document(folder, "winners.json", "")["considered"])
+    if (fs::exists(folder / "winners.json", ec)) {
+        Json winners = read_model_document(folder, "winners.json", "");
+        for (const auto& c : winners["considered"])
             outcomes[c.value("problem", "")] = c.value("outcome", "");
+    }
     std::optional<SuiteFolder> suite;
     std::optional<SuiteManifest> manifest;
     if (fs::exists(folder / "suite" / "suite.json", ec)) {
@@ -118,8 +120,8 @@ std::vector<TextTable::Column> region_columns(bool measured)
 
 std::vector<std::string> region_cells(const RegionLine& r)
 {
-    std::string search = r.verdict.empty() ? r.state : fmt::format("{}, {} ({} candidates)", r.state, r.verdict,
-                                                                     r.candidates);
+    std::string search = r.verdict.empty() ? r.state : fmt::format("{}, {} ({} candidate{})", r.state, r.verdict,
+                                                                     r.candidates, r.candidates == 1 ? "" : "s");
     return {r.id, std::to_string(r.count), format_duration_ns(r.before_s * 1e9), fmt::format("{:.1f}%", 100 * r.share),
             search, x_text(r.eager), x_text(r.compile), time_text(r.after_s),
             r.outcome.empty() ? "-" : r.outcome};

@@ -167,4 +167,16 @@ TEST_CASE("the contract tells a model about library steps only for a task with a
     ProposalContext rowscale_context{rowscale_task()};
     std::string without = build_proposal_prompt(shipped_prompts(), rowscale_context, PromptTrim::full).system;
     CHECK(without.find("library step") == std::string::npos);
+
+    // A region `kforge model extract` wrote spells its GEMM in ATen, and is told too.
+    Task region = rowscale_task();
+    region.reference_kind = ReferenceKind::torch;
+    region.reference.source = "addmm = torch.ops.aten.addmm.default(bias, view, t);  view = t = None\n";
+    ProposalContext region_context{region};
+    CHECK(build_proposal_prompt(shipped_prompts(), region_context, PromptTrim::full).system.find("*library step*") !=
+          std::string::npos);
+    region.reference.source = "relu = torch.ops.aten.relu.default(x0)\n";
+    ProposalContext pointwise_context{region};
+    CHECK(build_proposal_prompt(shipped_prompts(), pointwise_context, PromptTrim::full).system.find("library step") ==
+          std::string::npos);
 }

@@ -90,6 +90,12 @@ TEST_CASE("model optimize cuts a model, searches its regions as a suite and puts
     CHECK_THAT(report.out, Catch::Contains("time in replaced regions"));
     Json as_json = parse_json_text(run_kforge({"model", "report", folder.string(), "--json"}).out, "model report");
     CHECK(as_json["regions"].size() == 5);
+    double replaced_share = 0;
+    for (const auto& r : as_json["regions"])
+        if (r["outcome"] == "replaced")
+            replaced_share += r["share"].get<double>();
+    CHECK(as_json["share_replaced"].get<double>() == Approx(replaced_share));
+    CHECK((replaced.empty() || replaced_share > 0));
     CommandResult page = run_kforge({"model", "report", folder.string(), "-o", (dir / "m.html").string()});
     REQUIRE(page.exit_code == 0);
     CHECK_THAT(read_file(dir / "m.html"), Catch::Contains("<h2>Regions</h2>"));

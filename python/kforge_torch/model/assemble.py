@@ -124,6 +124,25 @@ def composed_tolerance(winners, counts, largest, symbols):
     return total
 
 
+def _build_loaders(loaders):
+    """Builds every winner's extension at once, each in its own process (an nvcc build of a PyTorch
+    extension takes most of a minute; one after another they would dominate assemble)."""
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    if not loaders:
+        return
+
+    def build(path):
+        return subprocess.run([sys.executable, path], capture_output=True, text=True)
+
+    with ThreadPoolExecutor(max_workers=min(8, len(loaders))) as pool:
+        results = list(pool.map(build, loaders))
+    for path, run in zip(loaders, results):
+        if run.returncode != 0:
+            raise RuntimeError(f"building {os.path.basename(path)}'s operator failed: {run.stderr.strip()[-600:]}")
+
+
 def _time(fn, iterations):
     for _ in range(3):
         fn()
@@ -158,6 +177,8 @@ def check(folder, device, mode="auto", iterations=30, seed=7):
     if mode == "auto":
         mode = "kernels" if str(device).startswith("cuda") else "reference"
     os.environ["KFORGE_MODEL_REGIONS"] = mode
+    if mode == "kernels":
+        _build_loaders([os.path.join(folder, w["loader"]) for w in winners])
     original_program = ProblemFile(os.path.join(folder, "model", os.path.basename(document["model"]))).load()
     assembled_program = ProblemFile(os.path.join(folder, stem + "_kforge.py")).load()
     original = original_program.build_model(seed, device)
