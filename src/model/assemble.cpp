@@ -75,8 +75,10 @@ int run_model_assemble(const ModelAssembleOptions& o)
         ProblemResult result = read_problem_result(suite, *problem, epoch_now());
         Decision d{id, "", result.vs_reference, result.vs_compile};
         if (!result.correct())
-            d.outcome = result.error.empty() ? fmt::format("no correct kernel ({})", problem_state_name(result.state))
-                                             : "archive unreadable: " + result.error;
+            d.outcome = result.state == ProblemState::failed || result.state == ProblemState::skipped
+                            ? fmt::format("{}: {}", problem_state_name(result.state), first_line(problem->reason, 200))
+                        : result.has_archive && !result.error.empty() ? "archive unreadable: " + result.error
+                                                                       : "no correct kernel";
         else if (!result.vs_reference || *result.vs_reference <= 1.0)
             d.outcome = "not faster than torch eager";
         else if (!result.vs_compile || *result.vs_compile <= 1.0)

@@ -56,19 +56,67 @@ class ReferenceRegion:
 
 
 class KernelRegion:
-    """The exported ModelNew of a region's problem, given the model's own tensors at each call."""
+    """The exported operator of a region's problem, given the model's own tensors at each call.
+
+    The export's ModelNew knows how its operator takes the region's inputs and tensors; the first
+    call goes through it with the operator watched, which gives the order, and later calls call
+    the operator directly (ModelNew reads its state_dict on every call: a cost per call that would
+    eat a small region's gain)."""
 
     def __init__(self, loader_path, attrs):
-        module = load_module(loader_path, "kforge_region_" + os.path.basename(loader_path)[:-3])
-        self.model = module.ModelNew()
+        self.module = load_module(loader_path, "kforge_region_" + os.path.basename(loader_path)[:-3])
+        self.model = self.module.ModelNew()
+        self.op = self.module.load_op()
         self.attrs = attrs  # the problem's attribute of each state tensor, in the region's order
+        self.order = None   # per operator argument: ("input", i), ("state", j) or ("value", v)
         self.__name__ = "kernels_" + os.path.basename(loader_path)[:-len("_load.py")]
 
-    def __call__(self, inputs, state):
+    def _through_model_new(self, inputs, state):
         for attr, tensor in zip(self.attrs, state):
             table = self.model._parameters if attr in self.model._parameters else self.model._buffers
             table[attr] = tensor
-        return _as_list(self.model(*inputs))
+        return self.model(*inputs)
+
+    def _learn(self, inputs, state):
+        seen = []
+        op = self.op
+
+        def watched(*args):
+            seen.append(args)
+            return op(*args)
+
+        self.module.load_op = lambda *a, **k: watched
+        try:
+            out = self._through_model_new(inputs, state)
+        finally:
+            self.module.load_op = lambda *a, **k: op
+        by_pointer = {}
+        for j, t in enumerate(state):
+            by_pointer.setdefault(("state", t.data_ptr(), tuple(t.shape)), ("state", j))
+        for i, t in enumerate(inputs):
+            by_pointer[("input", t.data_ptr(), tuple(t.shape))] = ("input", i)
+        order = []
+        for arg in seen[0] if len(seen) == 1 else ():
+            if isinstance(arg, torch.Tensor):
+                found = by_pointer.get(("input", arg.data_ptr(), tuple(arg.shape))) or \
+                    by_pointer.get(("state", arg.data_ptr(), tuple(arg.shape)))
+                if found is None:  # a copy ModelNew made (a non-contiguous input): keep its path
+                    order = None
+                    break
+                order.append(found)
+            else:
+                order.append(("value", arg))
+        self.order = order or False
+        return out
+
+    def __call__(self, inputs, state):
+        if self.order is None:
+            return _as_list(self._learn(inputs, state))
+        if self.order is False:
+            return _as_list(self._through_model_new(inputs, state))
+        args = [inputs[k].contiguous() if kind == "input" else state[k] if kind == "state" else k
+                for kind, k in self.order]
+        return _as_list(self.op(*args))
 
 
 def as_operator(name, call, fake):
@@ -152,8 +200,7 @@ class Assembly:
         entry = self.staged.get(signature)
         if entry is None:
             entry = self.staged[signature] = self._build(model, inputs, signature)
-        eager, traced, captured = entry
-        _, _, state = model_state(model)
+        eager, traced, captured, state = entry
         # Eager calls the regions' callables; under torch.compile the graph of custom operators,
         # whose fake kernels let dynamo trace through them.
         gm = traced if (traced is not None and _compiling()) else eager
@@ -183,4 +230,6 @@ class Assembly:
             used.append(problem)
         self.replaced[signature] = used
         traced = staged_module(part, operators) if all(op is not None for op in operators.values()) else None
-        return staged_module(part, replaced), traced, captured
+        # The model's tensors, kept: the same objects across calls (load_state_dict and .to() change
+        # them in place), so a forward does not walk the module tree again.
+        return staged_module(part, replaced), traced, captured, state

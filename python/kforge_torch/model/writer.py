@@ -83,8 +83,10 @@ def _exact(chunks, shape, dtype):
     import base64, zlib
     raw = bytearray(zlib.decompress(base64.b64decode("".join(chunks))))
     if dtype == torch.bool:
-        return torch.frombuffer(raw, dtype=torch.uint8).reshape(shape).bool()
-    return torch.frombuffer(raw, dtype=dtype).reshape(shape).clone()
+        tensor = torch.frombuffer(raw, dtype=torch.uint8).reshape(shape).bool()
+    else:
+        tensor = torch.frombuffer(raw, dtype=dtype).reshape(shape).clone()
+    return tensor.to(torch.empty(0).device)  # where the program's tensors are made (kforge's device mode)
 '''
 
 
