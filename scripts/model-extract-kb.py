@@ -23,14 +23,18 @@ parser.add_argument("--kforge", default=str(pathlib.Path(__file__).resolve().par
 parser.add_argument("--device", default="cpu")
 parser.add_argument("--time-limit", type=float, default=300)
 parser.add_argument("--only", default="")
+parser.add_argument("--jobs", type=int, default=1, help="programs extracted at once")
 args = parser.parse_args()
 
 files = sorted(p for p in pathlib.Path(args.level3).glob("*.py"))
 if args.only:
     wanted = set(args.only.split(","))
     files = [f for f in files if f.stem in wanted or f.stem.split("_")[0] in wanted]
-rows = []
-for f in files:
+pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
+progress = open(pathlib.Path(args.out) / "rows.jsonl", "a")
+
+
+def one(f):
     out = pathlib.Path(args.out) / f.stem
     start = time.time()
     run = subprocess.run([args.kforge, "model", "extract", str(f), "-o", str(out), "--device", args.device,
@@ -47,9 +51,15 @@ for f in files:
     else:
         err = [l for l in run.stderr.splitlines() if l.strip()]
         row["error"] = (err[-1] if err else run.stdout.strip()[-300:])[:300]
-    rows.append(row)
     print(json.dumps(row), flush=True)
-pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
+    progress.write(json.dumps(row) + "\n")
+    progress.flush()
+    return row
+
+
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    rows = list(pool.map(one, files))
 (pathlib.Path(args.out) / "summary.json").write_text(json.dumps(rows, indent=1))
 print("\n| problem | rc | regions | unique | written | size variables | note |\n|---|---|---|---|---|---|---|")
 for r in rows:

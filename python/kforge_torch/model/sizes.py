@@ -115,6 +115,26 @@ def capture_point(problem_file, sizes, device, seed=0):
     return program, model, inputs, captured, state
 
 
+def _capture_variant(problem_file, sizes, device, base):
+    """(Point, None) for the model captured at `sizes`, or (None, why). Shapes are all a variant is
+    for, so it is captured on the meta device first (no arithmetic: a large model's variants cost
+    nothing); where the meta capture fails or runs other operators than the base (an operator with
+    no meta kernel, a device-specific path), on `device` itself."""
+    why = None
+    for where in ("meta", device):
+        try:
+            _, _, inputs, captured, state = capture_point(problem_file, sizes, where)
+            record(captured, state + inputs)
+        except Exception as e:  # a size the program cannot take is a size it is not moved to
+            why = f"the program failed ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})"
+            continue
+        point = Point(sizes, captured)
+        if _signature(point) == _signature(base):
+            return point, None
+        why = "the model runs other operators"
+    return None, why
+
+
 def fit_sizes(problem_file, base, candidates, device, log):
     """`base` is the captured Point at the file's values; `candidates` the size variables to try."""
     points = [base]
@@ -127,15 +147,9 @@ def fit_sizes(problem_file, base, candidates, device, log):
         for v in variants(value):
             sizes = dict(base.sizes)
             sizes[name] = v
-            try:
-                _, _, inputs, captured, state = capture_point(problem_file, sizes, device)
-                record(captured, state + inputs)
-            except Exception as e:  # a size the program cannot take is a size it is not moved to
-                why = f"at {name} = {v} the program failed ({type(e).__name__}: {str(e).splitlines()[0][:160]})"
-                break
-            point = Point(sizes, captured)
-            if _signature(point) != _signature(base):
-                why = f"at {name} = {v} the model runs other operators"
+            point, why = _capture_variant(problem_file, sizes, device, base)
+            if why:
+                why = f"at {name} = {v} {why}"
                 break
             if _state_shapes(point) != _state_shapes(base):
                 why = f"{name} sizes parameters or buffers"
