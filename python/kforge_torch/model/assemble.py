@@ -9,9 +9,10 @@ kforge_runtime/ (capture, regions, runtime: torch alone), so DIR can be moved or
 import json
 import os
 import shutil
-import statistics
 
 import torch
+
+from .profile import time_forward
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNTIME_FILES = ("capture.py", "regions.py", "runtime.py")
@@ -143,21 +144,6 @@ def _build_loaders(loaders):
             raise RuntimeError(f"building {os.path.basename(path)}'s operator failed: {run.stderr.strip()[-600:]}")
 
 
-def _time(fn, iterations):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(iterations):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / 1000.0)
-    return statistics.median(samples)
-
-
 def _leaves(out):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
@@ -204,17 +190,17 @@ def check(folder, device, mode="auto", iterations=30, seed=7):
               "replaced": replaced}
     if str(device).startswith("cuda"):
         with torch.no_grad():
-            result["eager_s"] = _time(lambda: original(*inputs), iterations)
+            result["eager_s"] = time_forward(lambda: original(*inputs), iterations)
             compiled = torch.compile(original)
-            result["compile_s"] = _time(lambda: compiled(*inputs), iterations)
-            result["assembled_s"] = _time(lambda: assembled(*inputs), iterations)
+            result["compile_s"] = time_forward(lambda: compiled(*inputs), iterations)
+            result["assembled_s"] = time_forward(lambda: assembled(*inputs), iterations)
             try:
                 compiled_assembled = torch.compile(assembled)
                 check_out = _leaves(compiled_assembled(*inputs))
                 result["assembled_compile_matches"] = all(
                     torch.allclose(c.double(), w.double(), rtol=max(tolerance["rtol"], 1e-5),
                                    atol=max(tolerance["atol"], 1e-5)) for c, w in zip(check_out, want))
-                result["assembled_compile_s"] = _time(lambda: compiled_assembled(*inputs), iterations)
+                result["assembled_compile_s"] = time_forward(lambda: compiled_assembled(*inputs), iterations)
             except Exception as e:  # say it, keep the other three
                 result["assembled_compile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
     with open(os.path.join(folder, "assembled.json"), "w", encoding="utf-8") as f:

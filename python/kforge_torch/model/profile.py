@@ -16,7 +16,8 @@ WARMUP = 3
 ITERATIONS = 20
 
 
-def _time(fn, iterations=ITERATIONS):
+def time_forward(fn, iterations=ITERATIONS):
+    """Median seconds of `fn` (CUDA events, after WARMUP calls)."""
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
@@ -43,12 +44,12 @@ def measure(captured, partition, model, inputs, state, device):
             gm = region_graph(partition, region, safe, state_as="placeholder")
             args = [n.meta["kforge_value"] for n in region.inputs]
             args += [state[index_of[n]].clone() for n in region.state]
-            regions.append(_time(lambda: gm(*args)))
-        model_s = _time(lambda: model(*inputs))
+            regions.append(time_forward(lambda: gm(*args)))
+        model_s = time_forward(lambda: model(*inputs))
         compile_s = None
         try:
             compiled = torch.compile(model)
-            compile_s = _time(lambda: compiled(*inputs))
+            compile_s = time_forward(lambda: compiled(*inputs))
         except Exception as e:  # a model torch.compile cannot take is timed eager only
             compile_s = None
             print(f"kforge model: torch.compile failed on the model ({type(e).__name__}: {e})")
