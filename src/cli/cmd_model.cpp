@@ -42,8 +42,16 @@ double parse_share(const std::string& text)
 void add_cut_flags(CLI::App* cmd, ModelCutFlags& f, bool selection)
 {
     cmd->add_option("MODEL", f.cut.model, "the model: a .py file in KernelBench form (Model, get_inputs, "
-                                          "get_init_inputs, module-level sizes)")
+                                          "get_init_inputs, module-level sizes), or any file with --model-class")
         ->required();
+    cmd->add_option("--model-class", f.cut.model_class, "an ordinary file's model class (with --inputs)")
+        ->check(non_empty());
+    cmd->add_option("--inputs", f.cut.inputs, "with --model-class: a Python expression making the forward's inputs, "
+                                              "e.g. \"[torch.randn(8, 128, 768)]\"; its integers become size variables")
+        ->check(non_empty());
+    cmd->add_option("--init-inputs", f.cut.init_inputs, "with --model-class: the constructor's arguments, e.g. "
+                                                        "\"[768, 12]\"")
+        ->capture_default_str();
     cmd->add_option("-o,--output", f.cut.folder, "the model folder (docs/model.md lists what it holds)")->required();
     cmd->add_option("--device", f.cut.device, "where the model is captured and timed: auto (a GPU where torch sees "
                                               "one), cuda, cpu")

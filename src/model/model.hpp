@@ -22,7 +22,10 @@
 namespace kforge {
 
 struct ModelCutOptions {
-    std::string model;            // the model file (KernelBench form)
+    std::string model;            // the model file (KernelBench form, or any file with model_class)
+    std::string model_class;      // an ordinary file's model class; then `inputs` makes its inputs
+    std::string inputs;           // a Python expression (its int literals become size variables)
+    std::string init_inputs = "[]"; // the class's constructor arguments, a Python expression
     std::string folder;           // DIR
     std::string device = "auto";  // auto (cuda where torch sees one), cpu, cuda
     std::optional<int> top;       // at most this many regions (the most time first)

@@ -60,6 +60,17 @@ std::string render_cut(const Json& doc, bool wrote)
     if (measured)
         out += fmt::format("  outside every region (operators between them, Python): {}\n",
                            share_text(std::max(0.0, 1 - covered)));
+    if (doc["timing"].is_object() && doc["timing"].contains("operators") && doc["timing"]["operators"].is_array() &&
+        !doc["timing"]["operators"].empty()) {
+        out += "  the operators taking the most GPU time in eager (torch.profiler, per forward):\n";
+        TextTable ops({{"operator"}, {"calls", TextTable::Align::right}, {"device time", TextTable::Align::right},
+                       {"share", TextTable::Align::right}, {"input shapes"}});
+        for (const auto& op : doc["timing"]["operators"])
+            ops.add_row({op.value("op", "?"), std::to_string(op.value("calls", 0)),
+                         format_duration_ns(op.value("device_us", 0.0) * 1e3), share_text(op.value("share", 0.0)),
+                         truncate_text(op.value("shapes", std::string()), 60)});
+        out += ops.render("    ");
+    }
     std::vector<std::string> symbols;
     for (const auto& [name, value] : doc["size_symbols"].items())
         symbols.push_back(fmt::format("{} = {}", name, value.dump()));
@@ -78,6 +89,8 @@ std::vector<std::string> cut_args(const char* step, const ModelCutOptions& o)
         args.insert(args.end(), {"--top", std::to_string(*o.top)});
     if (!o.measure)
         args.push_back("--no-measure");
+    if (!o.model_class.empty())
+        args.insert(args.end(), {"--model-class", o.model_class, "--inputs", o.inputs, "--init-inputs", o.init_inputs});
     return args;
 }
 
@@ -94,6 +107,10 @@ void check_model_file(const std::string& given)
 Json cut(const char* step, const ModelCutOptions& o)
 {
     check_model_file(o.model);
+    if (!o.model_class.empty() && o.inputs.empty())
+        fail(ErrorKind::usage, "--model-class {} needs --inputs, a Python expression that makes the forward's inputs "
+                               "(e.g. \"[torch.randn(8, 512)]\")",
+             o.model_class);
     std::error_code ec;
     fs::create_directories(o.folder, ec);
     if (ec)

@@ -125,5 +125,26 @@ class ExtractTest(unittest.TestCase):
                 self.assertEqual(json.load(f)["regions_total"], 17)
 
 
+class ShimTest(unittest.TestCase):
+    def test_an_ordinary_file_is_cut_with_its_input_sizes_as_variables(self):
+        with tempfile.TemporaryDirectory() as out:
+            model = os.path.join(out, "plain_net.py")
+            with open(model, "w") as f:
+                f.write("import torch.nn as nn\n"
+                        "class Net(nn.Module):\n"
+                        "    def __init__(self, width):\n"
+                        "        super().__init__()\n"
+                        "        self.a = nn.Linear(width, 2 * width)\n"
+                        "    def forward(self, x):\n"
+                        "        return nn.functional.relu(self.a(x))\n")
+            from kforge_torch.model.shim import ShimError, write_shim
+            shim = write_shim(model, "Net", "[torch.randn(6, 10, 32)]", "[32]", out)
+            doc = extract(shim, out, "cpu", None, 0.0, False)
+            self.assertEqual(doc["size_symbols"], {"n6": 6, "n10": 10})  # n32 sizes the weight
+            self.assertEqual([r["name"] for r in doc["regions"]], ["gemm_relu"])
+            with self.assertRaises(ShimError):
+                write_shim(model, "Net", "[torch.randn(6,", "[]", out)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -48,6 +48,9 @@ def main(argv=None):
         p.add_argument("--top", type=int)
         p.add_argument("--min-share", type=float, default=0.02)
         p.add_argument("--no-measure", action="store_true")
+        p.add_argument("--model-class")
+        p.add_argument("--inputs")
+        p.add_argument("--init-inputs", default="[]")
     p = sub.add_parser("assemble")
     p.add_argument("folder")
     p = sub.add_parser("check")
@@ -62,10 +65,16 @@ def main(argv=None):
         print(json.dumps({"error": f"{sys.executable} cannot import torch ({type(e).__name__}: {e})"}), file=stdout)
         return 1
     from ..problem import ProblemError
+    from .shim import ShimError, write_shim
     try:
         with contextlib.redirect_stdout(sys.stderr):
             if args.command in ("profile", "extract"):
                 from .extract import extract
+                if args.model_class:
+                    if not args.inputs:
+                        raise ShimError("--model-class needs --inputs (an expression that makes the forward's "
+                                         "inputs, e.g. \"[torch.randn(8, 512)]\")")
+                    args.model = write_shim(args.model, args.model_class, args.inputs, args.init_inputs, args.output)
                 result = extract(args.model, args.output, _device(args.device), args.top, args.min_share,
                                  not args.no_measure, write=args.command == "extract")
             elif args.command == "assemble":
@@ -75,6 +84,9 @@ def main(argv=None):
                 from .assemble import check
                 result = check(args.folder, _device(args.device), args.mode)
     except ProblemError as e:
+        print(json.dumps({"error": str(e)}), file=stdout)
+        return 1
+    except ShimError as e:  # --model-class, --inputs
         print(json.dumps({"error": str(e)}), file=stdout)
         return 1
     except Exception as e:

@@ -64,7 +64,12 @@ def _operator_table(model, inputs, top=15):
             model(*inputs)
         torch.cuda.synchronize()
     rows = []
-    events = prof.key_averages(group_by_input_shape=True)
+    # The operators (host-side events: aten::addmm) with the device time of the kernels each launched;
+    # the kernels' own events are left out, or every kernel would count twice.
+    events = [e for e in prof.key_averages(group_by_input_shape=True)
+              if str(getattr(e, "device_type", "CPU")).endswith("CPU")]
+    if not events:
+        return []
     key = "device_time_total" if hasattr(events[0], "device_time_total") else "cuda_time_total"
     total = sum(getattr(e, "self_" + key, 0) for e in events) or 1
     for e in sorted(events, key=lambda e: -getattr(e, "self_" + key, 0))[:top]:
