@@ -1,27 +1,20 @@
 // `kforge suite run` and `kforge suite report`: many problems in one command. Here are their
-// options, the checks of the settings a suite stores (optimize's own, since each problem runs as
-// `kforge optimize`), and the calls into the suite room (src/suite/suite.hpp), which runs the
+// commands and help (the run's options and the checks of what a suite stores are in
+// cli/suite_options.hpp, shared with `model optimize`), and the calls into the suite room (src/suite/suite.hpp), which runs the
 // problems (runner.hpp), reads the results (results.hpp) and keeps the suite folder (manifest.hpp).
-#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
 
-#include "agents/model_spec.hpp"
 #include "cli/app.hpp"
-#include "cli/cmd_optimize_common.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/suite_options.hpp"
-#include "suite/plan.hpp"
 #include "suite/suite.hpp"
 #include "util/error.hpp"
-#include "util/limits.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
 namespace {
-
-namespace fs = std::filesystem;
 
 void add_suite_run_command(CLI::App& suite, CommandSlot& slot)
 {

@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from ..problem import ProblemError, ProblemFile
+from ..problem import ProblemFile
 from . import estimate, profile
 from .capture import record
 from .regions import partition as cut, structure_key
@@ -56,8 +56,7 @@ def analyse(model_path, device, measure):
     part = cut(captured)
     keep = {n for r in part.regions for n in r.inputs}
     record(captured, state + inputs, keep)
-    base = Point(program.module_vars(), captured)
-    base.sizes = {k: v for k, v in program.module_vars().items() if type(v) is int}
+    base = Point({k: v for k, v in program.module_vars().items() if type(v) is int}, captured)
     candidates = size_candidates(program, inputs)
     size_fit = fit_sizes(problem_file, base, candidates, device, _log)
     groups = {}
@@ -168,5 +167,3 @@ def extract(model_path, out_dir, device, top, min_share, measure, write=True):
         json.dump(document, f, indent=1)
     return document
 
-
-__all__ = ["extract", "analyse", "ProblemError"]

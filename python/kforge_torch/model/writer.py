@@ -9,7 +9,6 @@ the model's own activation had there (post-ReLU values stay non-negative), integ
 uniformly over the range the model's had.
 """
 import base64
-import math
 import re
 import zlib
 
@@ -169,6 +168,3 @@ def module_names_of(region, captured):
             modules.append(name)
     return modules
 
-
-def share_text(share):
-    return "-" if share is None or math.isnan(share) else f"{100 * share:.1f}%"
