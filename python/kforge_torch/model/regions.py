@@ -86,8 +86,9 @@ class Region:
     def name(self):
         ops = []
         for node in self.nodes:
-            name = op_name(node).lstrip("_")
-            if op_name(node) in NAMED and name not in ops and name != self.kind:
+            base = op_name(node).rstrip("_")  # add_ and relu_ (in place) are named as add and relu
+            name = base.lstrip("_")
+            if base in NAMED and name not in ops and name != self.kind:
                 ops.append(name)
         return "_".join([self.kind] + [o.replace("native_", "") for o in ops[:3]])
 
