@@ -145,6 +145,26 @@ class ShimTest(unittest.TestCase):
             with self.assertRaises(ShimError):
                 write_shim(model, "Net", "[torch.randn(6,", "[]", out)
 
+    def test_sizes_written_as_literals_of_get_inputs_become_variables(self):
+        with tempfile.TemporaryDirectory() as out:
+            model = os.path.join(out, "literal_batch.py")
+            with open(model, "w") as f:
+                f.write("import torch\nimport torch.nn as nn\nwidth = 16\n"
+                        "class Model(nn.Module):\n"
+                        "    def __init__(self, width):\n"
+                        "        super().__init__()\n"
+                        "        self.a = nn.Linear(width, width)\n"
+                        "    def forward(self, x):\n"
+                        "        return torch.tanh(self.a(x))\n"
+                        "def get_inputs():\n    return [torch.randn(5, width)]\n"
+                        "def get_init_inputs():\n    return [width]\n")
+            doc = extract(model, out, "cpu", None, 0.0, False)
+            self.assertEqual(doc["size_symbols"], {"n5": 5})
+            self.assertTrue(doc["model"].endswith(os.path.join("shim", "literal_batch.py")))
+            row = doc["regions"][0]
+            program = ProblemFile(os.path.join(out, row["problem"])).load({"n5": 3})
+            self.assertEqual(program.Model()(*program.make_inputs(0, "cpu")).shape, (3, 16))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -17,6 +17,7 @@ from . import estimate, profile
 from .capture import record
 from .regions import partition as cut, structure_key
 from .sizes import Expr, Point, capture_point, fit_sizes, node_literals, replace_at
+from .shim import lift_input_literals
 from .writer import RegionWriteError, attr_names, module_names_of, write_problem
 
 
@@ -122,6 +123,14 @@ def select(rows, total_s, top, min_share, measured):
 def extract(model_path, out_dir, device, top, min_share, measure, write=True):
     """Writes DIR/model.json (and with `write`, the selected regions' problem files); returns it."""
     ex = analyse(model_path, device, measure)
+    if not ex.size_fit.symbols:
+        # No module variable sizes the inputs: the sizes may be literals in get_inputs().
+        lifted = lift_input_literals(model_path, out_dir)
+        if lifted is not None:
+            again = analyse(lifted, device, measure)
+            if again.size_fit.symbols:
+                _log(f"the sizes are literals of get_inputs(): extracting {lifted}, which names them")
+                ex, model_path = again, lifted
     stem = os.path.splitext(os.path.basename(model_path))[0]
     rows = region_rows(ex, stem)
     measured = ex.timing is not None

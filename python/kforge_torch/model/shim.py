@@ -15,11 +15,12 @@ class ShimError(ValueError):
 
 
 class _Lift(ast.NodeTransformer):
-    def __init__(self):
+    def __init__(self, smallest=1):
         self.sizes = {}
+        self.smallest = smallest
 
     def visit_Constant(self, node):
-        if type(node.value) is int and node.value >= 1:
+        if type(node.value) is int and node.value >= self.smallest:
             name = f"n{node.value}"
             self.sizes[name] = node.value
             return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
@@ -62,4 +63,33 @@ def write_shim(model_path, model_class, inputs, init_inputs, out_dir):
     shim = os.path.join(folder, stem + ".py")
     with open(shim, "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
+    return shim
+
+
+def lift_input_literals(model_path, out_dir):
+    """A KernelBench file whose get_inputs() writes its sizes as literals (`torch.rand(2, channels,
+    image_size, image_size)`): the same file with each int literal >= 2 of get_inputs() made a module
+    variable (`n2 = 2`) as the shim does, written to OUT_DIR/shim/<stem>.py; None when get_inputs
+    has no such literal."""
+    path = os.path.abspath(model_path)
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    lift = _Lift(smallest=2)
+    for i, node in enumerate(tree.body):
+        if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
+            tree.body[i] = lift.visit(node)
+            break
+    if not lift.sizes:
+        return None
+    at = next(i for i, node in enumerate(tree.body) if isinstance(node, ast.FunctionDef) and node.name == "get_inputs")
+    for name, value in sorted(lift.sizes.items(), key=lambda kv: -kv[1]):
+        tree.body.insert(at, ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Constant(value),
+                                        lineno=0))
+    folder = os.path.join(out_dir, "shim")
+    os.makedirs(folder, exist_ok=True)
+    shim = os.path.join(folder, os.path.basename(path))
+    header = (f"# {os.path.basename(path)} with get_inputs()'s int literals as module variables (kforge model "
+              "extract wrote this: it finds the sizes that follow into the regions among module variables)\n")
+    with open(shim, "w", encoding="utf-8") as f:
+        f.write(header + ast.unparse(ast.fix_missing_locations(tree)) + "\n")
     return shim
