@@ -24,6 +24,7 @@ parser.add_argument("--device", default="cpu")
 parser.add_argument("--time-limit", type=float, default=300)
 parser.add_argument("--only", default="")
 parser.add_argument("--jobs", type=int, default=1, help="programs extracted at once")
+parser.add_argument("--sizes", default="", help="kforge model extract --sizes for every program that has them all")
 args = parser.parse_args()
 
 files = sorted(p for p in pathlib.Path(args.level3).glob("*.py"))
@@ -37,10 +38,14 @@ progress = open(pathlib.Path(args.out) / "rows.jsonl", "a")
 def one(f):
     out = pathlib.Path(args.out) / f.stem
     start = time.time()
-    run = subprocess.run([args.kforge, "model", "extract", str(f), "-o", str(out), "--device", args.device,
-                          "--no-measure", "--min-share", "0", "--time-limit", str(args.time_limit)],
-                         capture_output=True, text=True)
-    row = {"problem": f.stem, "rc": run.returncode, "seconds": round(time.time() - start, 1)}
+    command = [args.kforge, "model", "extract", str(f), "-o", str(out), "--device", args.device, "--no-measure",
+               "--min-share", "0", "--time-limit", str(args.time_limit)]
+    text = f.read_text()
+    given = [s for s in args.sizes.split(",") if s and f"\n{s.split('=')[0]} = " in "\n" + text]
+    if given:
+        command += ["--sizes", ",".join(given)]
+    run = subprocess.run(command, capture_output=True, text=True)
+    row = {"problem": f.stem, "rc": run.returncode, "seconds": round(time.time() - start, 1), "sizes": ",".join(given)}
     doc = out / "model.json"
     if run.returncode == 0 and doc.exists():
         d = json.loads(doc.read_text())

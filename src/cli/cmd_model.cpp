@@ -49,6 +49,9 @@ void add_cut_flags(CLI::App* cmd, ModelCutFlags& f, bool selection)
     cmd->add_option("--inputs", f.cut.inputs, "with --model-class: a Python expression making the forward's inputs, "
                                               "e.g. \"[torch.randn(8, 128, 768)]\"; its integers become size variables")
         ->check(non_empty());
+    cmd->add_option("--sizes", f.cut.sizes, "rebind the model's size variables first, e.g. batch_size=2,seq_len=64 "
+                                            "(cut a model too large for this machine at smaller sizes)")
+        ->check(non_empty());
     cmd->add_option("--init-inputs", f.cut.init_inputs, "with --model-class: the constructor's arguments, e.g. "
                                                         "\"[768, 12]\"")
         ->capture_default_str();

@@ -26,6 +26,7 @@ struct ModelCutOptions {
     std::string model_class;      // an ordinary file's model class; then `inputs` makes its inputs
     std::string inputs;           // a Python expression (its int literals become size variables)
     std::string init_inputs = "[]"; // the class's constructor arguments, a Python expression
+    std::string sizes;            // "batch_size=2,seq_len=64": module variables rebound before the capture
     std::string folder;           // DIR
     std::string device = "auto";  // auto (cuda where torch sees one), cpu, cuda
     std::optional<int> top;       // at most this many regions (the most time first)

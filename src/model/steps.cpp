@@ -89,6 +89,8 @@ std::vector<std::string> cut_args(const char* step, const ModelCutOptions& o)
         args.insert(args.end(), {"--top", std::to_string(*o.top)});
     if (!o.measure)
         args.push_back("--no-measure");
+    if (!o.sizes.empty())
+        args.insert(args.end(), {"--sizes", o.sizes});
     if (!o.model_class.empty())
         args.insert(args.end(), {"--model-class", o.model_class, "--inputs", o.inputs, "--init-inputs", o.init_inputs});
     return args;

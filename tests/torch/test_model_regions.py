@@ -108,6 +108,12 @@ class ExtractTest(unittest.TestCase):
                 want = region.outputs[0].meta["kforge_value"]
                 self.assertTrue(torch.allclose(got, want, rtol=1e-5, atol=1e-6), row["id"])
 
+    def test_a_model_is_cut_at_the_sizes_given(self):
+        with tempfile.TemporaryDirectory() as out:
+            doc = extract(os.path.join(MODELS, "mlp_stack.py"), out, "cpu", None, 0.0, False, sizes={"batch_size": 7})
+            self.assertEqual(doc["size_symbols"], {"batch_size": 7})
+            self.assertEqual(doc["regions"][0]["inputs"][0][0], 7)
+
     def test_sizes_follow_into_the_problems(self):
         with tempfile.TemporaryDirectory() as out:
             doc = extract(os.path.join(MODELS, "gpt_block.py"), out, "cpu", None, 0.0, False)

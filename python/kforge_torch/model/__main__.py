@@ -28,6 +28,19 @@ def _safe(value):
     return value
 
 
+def _sizes(text):
+    """`batch_size=2,seq_len=64` -> {"batch_size": 2, "seq_len": 64}."""
+    from .shim import ShimError
+    out = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        name, _, value = item.partition("=")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise ShimError(f"--sizes '{text}': expected name=integer pairs, e.g. batch_size=2,seq_len=64") from None
+    return out
+
+
 def _device(text):
     import torch
     if text == "auto":
@@ -51,6 +64,7 @@ def main(argv=None):
         p.add_argument("--model-class")
         p.add_argument("--inputs")
         p.add_argument("--init-inputs", default="[]")
+        p.add_argument("--sizes", default="", help="name=value,...: module variables rebound first")
     p = sub.add_parser("assemble")
     p.add_argument("folder")
     p = sub.add_parser("check")
@@ -76,7 +90,7 @@ def main(argv=None):
                                          "inputs, e.g. \"[torch.randn(8, 512)]\")")
                     args.model = write_shim(args.model, args.model_class, args.inputs, args.init_inputs, args.output)
                 result = extract(args.model, args.output, _device(args.device), args.top, args.min_share,
-                                 not args.no_measure, write=args.command == "extract")
+                                 not args.no_measure, write=args.command == "extract", sizes=_sizes(args.sizes))
             elif args.command == "assemble":
                 from .assemble import assemble
                 result = assemble(args.folder)

@@ -50,10 +50,10 @@ class Extraction:
         self.__dict__.update(fields)
 
 
-def analyse(model_path, device, measure):
+def analyse(model_path, device, measure, sizes=None):
     """Everything but the files: the partition, the unique regions with counts, times or estimates."""
     problem_file = ProblemFile(model_path)
-    program, model, inputs, captured, state = capture_point(problem_file, None, device)
+    program, model, inputs, captured, state = capture_point(problem_file, sizes or None, device)
     part = cut(captured)
     keep = {n for r in part.regions for n in r.inputs}
     record(captured, state + inputs, keep)
@@ -120,14 +120,15 @@ def select(rows, total_s, top, min_share, measured):
     return ranked
 
 
-def extract(model_path, out_dir, device, top, min_share, measure, write=True):
-    """Writes DIR/model.json (and with `write`, the selected regions' problem files); returns it."""
-    ex = analyse(model_path, device, measure)
+def extract(model_path, out_dir, device, top, min_share, measure, write=True, sizes=None):
+    """Writes DIR/model.json (and with `write`, the selected regions' problem files); returns it.
+    `sizes` rebinds module variables first (`{"batch_size": 2}`: a model cut at other sizes)."""
+    ex = analyse(model_path, device, measure, sizes)
     if not ex.size_fit.symbols:
         # No module variable sizes the inputs: the sizes may be literals in get_inputs().
         lifted = lift_input_literals(model_path, out_dir)
         if lifted is not None:
-            again = analyse(lifted, device, measure)
+            again = analyse(lifted, device, measure, sizes)
             if again.size_fit.symbols:
                 _log(f"the sizes are literals of get_inputs(): extracting {lifted}, which names them")
                 ex, model_path = again, lifted
@@ -165,6 +166,7 @@ def extract(model_path, out_dir, device, top, min_share, measure, write=True):
         "device": device,
         "measured": measured,
         "size_symbols": ex.size_fit.symbols,
+        "sizes_given": sizes or {},
         "size_notes": ex.size_fit.notes,
         "regions_total": len(ex.partition.regions),
         "regions": ranked,
