@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,52 @@ constexpr std::string_view k_form =
 [[noreturn]] void bad_spec(std::string_view text, std::string_view problem)
 {
     fail(ErrorKind::usage, "--model '{}': {}; {}", text, problem, k_form);
+}
+
+// "40s", "1.5m", "40" (seconds), "0": seconds from 0 to k_max_replay_latency_s; nullopt otherwise.
+std::optional<double> latency_seconds(std::string_view text)
+{
+    double unit = 1;
+    if (!text.empty() && (text.back() == 's' || text.back() == 'm')) {
+        unit = text.back() == 'm' ? 60 : 1;
+        text.remove_suffix(1);
+    }
+    double value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) || value < 0 ||
+        value * unit > k_max_replay_latency_s)
+        return std::nullopt;
+    return value * unit;
+}
+
+// The query of a replay spec: "latency=40s", "latency=20s..90s" or "latency=recorded".
+ReplayLatency parse_replay_latency(std::string_view spec_text, std::string_view query)
+{
+    auto bad = [&](std::string_view why) {
+        fail(ErrorKind::usage, "--model '{}': {}; a replay file takes ?latency=40s, ?latency=20s..90s (drawn from the "
+                               "run's seed) or ?latency=recorded (each record's latency_s), each at most {:.0f} s",
+             spec_text, why, k_max_replay_latency_s);
+    };
+    constexpr std::string_view key = "latency=";
+    if (query.substr(0, key.size()) != key)
+        bad(fmt::format("'?{}' is not a latency", query));
+    std::string_view value = query.substr(key.size());
+    ReplayLatency latency;
+    if (value == "recorded") {
+        latency.kind = ReplayLatency::Kind::recorded;
+        return latency;
+    }
+    size_t dots = value.find("..");
+    auto low = latency_seconds(value.substr(0, dots));
+    auto high = dots == std::string_view::npos ? low : latency_seconds(value.substr(dots + 2));
+    if (!low || !high)
+        bad(fmt::format("'{}' is not a latency (a number of seconds, with s or m)", value));
+    if (*high < *low)
+        bad(fmt::format("'{}' ends below its start", value));
+    latency.kind = dots == std::string_view::npos ? ReplayLatency::Kind::fixed : ReplayLatency::Kind::range;
+    latency.low_s = *low;
+    latency.high_s = *high;
+    return latency;
 }
 
 bool is_host_char(char c)
@@ -88,7 +135,18 @@ std::string ModelSpec::label() const
     std::string text = provider + ":" + model;
     if (!base_url.empty())
         text += "@" + base_url;
-    return text;
+    return text + replay_latency.text();
+}
+
+std::string ReplayLatency::text() const
+{
+    switch (kind) {
+    case Kind::none: return "";
+    case Kind::recorded: return "?latency=recorded";
+    case Kind::fixed: return fmt::format("?latency={:g}s", low_s);
+    case Kind::range: return fmt::format("?latency={:g}s..{:g}s", low_s, high_s);
+    }
+    return "";
 }
 
 ModelSpec parse_model_spec(std::string_view text)
@@ -138,6 +196,12 @@ ModelSpec parse_model_spec(std::string_view text)
     }
     while (spec.base_url.size() > 1 && spec.base_url.back() == '/')
         spec.base_url.pop_back();
+    // "?latency..." ends a replay spec (a '?' elsewhere is part of the file's name).
+    if (size_t query = rest.rfind('?'); spec.provider == k_provider_replay && query != std::string::npos &&
+                                        rest.compare(query + 1, 7, "latency") == 0) {
+        spec.replay_latency = parse_replay_latency(text, rest.substr(query + 1));
+        rest = rest.substr(0, query);
+    }
     spec.model = rest;
     if (spec.model.empty())
         bad_spec(text, "no model name");

@@ -5,6 +5,10 @@
 //                                                   Ollama, OpenRouter); a key is optional there
 //   anthropic:claude-sonnet-4-5*3                   Anthropic's Messages API, weight 3 in a mix
 //   replay:runs/calls.jsonl                         recorded replies (tests, exact reproduction)
+//   replay:calls.jsonl?latency=40s                  each reply after 40 s, as a model would think;
+//                                                   latency=20s..90s draws each from the run's
+//                                                   seed, latency=recorded waits each record's
+//                                                   latency_s (default: at once)
 //   builtin                                         the offline proposer; no model at all
 //
 // The model name may itself contain ':' (Ollama's "llama3.1:8b"); the base URL is what follows the
@@ -25,6 +29,25 @@ inline constexpr std::string_view k_provider_anthropic = "anthropic";
 inline constexpr std::string_view k_provider_replay = "replay";
 inline constexpr std::string_view k_provider_builtin = "builtin";
 
+// How long the replay provider takes to serve a reply (`?latency=` of a replay spec).
+struct ReplayLatency {
+    enum class Kind
+    {
+        none,     // at once
+        recorded, // each record's latency_s
+        fixed,    // low_s
+        range,    // uniform in [low_s, high_s], drawn from the run's seed and the reply's place
+    };
+    Kind kind = Kind::none;
+    double low_s = 0;
+    double high_s = 0;
+
+    std::string text() const; // "" for none, else "?latency=..." as parsed
+};
+
+// The longest latency a replay spec may ask for.
+inline constexpr double k_max_replay_latency_s = 3600;
+
 struct ModelSpec {
     std::string provider;
     std::string model;            // for replay: the JSONL file
@@ -32,9 +55,10 @@ struct ModelSpec {
     double weight = 1;            // share of calls in a mix (relative)
     std::optional<double> temperature; // unset: the server's default (reasoning models want that)
     int64_t max_output_tokens = 8192;
+    ReplayLatency replay_latency; // replay only
 
     bool is_builtin() const { return provider == k_provider_builtin; }
-    // "provider:model[@base_url]", the form records and messages use.
+    // "provider:model[@base_url]" (a replay spec with its ?latency=), the form records and messages use.
     std::string label() const;
 };
 

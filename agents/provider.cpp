@@ -35,7 +35,7 @@ ChatResult Provider::complete(const ChatRequest& request)
 std::unique_ptr<Provider> make_provider(const ModelSpec& spec, const ProviderSettings& settings)
 {
     if (spec.provider == k_provider_replay)
-        return std::make_unique<ReplayProvider>(spec, load_call_records(spec.model), settings.recorder);
+        return std::make_unique<ReplayProvider>(spec, load_call_records(spec.model), settings.recorder, settings.seed);
     const WireFormat* wire = spec.provider == k_provider_openai      ? &openai_wire()
                              : spec.provider == k_provider_anthropic ? &anthropic_wire()
                                                                      : nullptr;

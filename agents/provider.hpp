@@ -46,6 +46,7 @@ struct ProviderSettings {
     size_t max_reply_bytes = size_t{64} << 20;
     std::shared_ptr<const PriceTable> prices; // nullptr: every cost is unknown
     CallRecorder recorder;                    // may be empty
+    uint64_t seed = 0;                        // the run's seed: replay's latency draws (model_spec.hpp)
 };
 
 class Provider

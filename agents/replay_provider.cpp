@@ -2,13 +2,17 @@
 #include "agents/replay_provider.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "agents/call_record_json.hpp"
 #include "agents/http_provider.hpp"
+#include "util/interrupt.hpp"
 #include "util/log.hpp"
+#include "util/rng.hpp"
 
 namespace kforge {
 namespace {
@@ -89,8 +93,8 @@ size_t ReplayProvider::choose(const ChatRequest& request)
     return chosen;
 }
 
-ReplayProvider::ReplayProvider(ModelSpec spec, std::vector<LlmCallRecord> records, CallRecorder recorder)
-    : Provider(std::move(spec), std::move(recorder))
+ReplayProvider::ReplayProvider(ModelSpec spec, std::vector<LlmCallRecord> records, CallRecorder recorder, uint64_t seed)
+    : Provider(std::move(spec), std::move(recorder)), m_seed(seed)
 {
     for (auto& record : records)
         if (record.provider != k_provider_builtin)
@@ -104,6 +108,22 @@ size_t ReplayProvider::unused() const
     return static_cast<size_t>(std::count(m_used.begin(), m_used.end(), false));
 }
 
+double ReplayProvider::latency_of(size_t index) const
+{
+    const ReplayLatency& latency = spec().replay_latency;
+    switch (latency.kind) {
+    case ReplayLatency::Kind::none: return 0;
+    case ReplayLatency::Kind::fixed: return latency.low_s;
+    case ReplayLatency::Kind::recorded:
+        return std::clamp(m_records[index].latency_s, 0.0, k_max_replay_latency_s);
+    case ReplayLatency::Kind::range: {
+        Rng rng(splitmix64(m_seed ^ splitmix64(index + 1)));
+        return latency.low_s + (latency.high_s - latency.low_s) * rng.uniform();
+    }
+    }
+    return 0;
+}
+
 ChatResult ReplayProvider::exchange(const ChatRequest& request)
 {
     ChatResult result;
@@ -113,7 +133,7 @@ ChatResult ReplayProvider::exchange(const ChatRequest& request)
     record.purpose = request.purpose;
     record.request = Json{{"system", request.system}, {"user", request.user}};
 
-    std::lock_guard lock(m_mutex);
+    std::unique_lock lock(m_mutex);
     size_t chosen = choose(request);
     if (chosen == m_records.size()) {
         record.status = "bad_reply";
@@ -123,6 +143,11 @@ ChatResult ReplayProvider::exchange(const ChatRequest& request)
         return result;
     }
     m_used[chosen] = true;
+    lock.unlock(); // m_records does not change after construction: other calls go on while this one waits
+    using Clock = std::chrono::steady_clock;
+    auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(latency_of(chosen)));
+    while (Clock::now() < until && !interrupt_requested())
+        std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(50), until - Clock::now()));
     const LlmCallRecord& recorded = m_records[chosen];
     record.model = recorded.provider + ":" + recorded.model;
     record.reply = recorded.reply;

@@ -73,9 +73,19 @@ struct SuiteBenchSettings {
     std::vector<std::string> tasks = {"axpy_f32",     "softmax_f32",   "layernorm_f32", "rmsnorm_bf16",
                                       "reduce_sum_f32", "transpose_f32", "sgemm_f32",     "hgemm_bf16",
                                       "spmv_csr_f32", "jacobi2d_f32",  "histogram_u8",  "scan_u32"};
+    // Problem files or folders (PyTorch programs, task specs) instead of the bundled tasks above,
+    // with recorded replies from these folders (DIR/<stem>.jsonl), each problem `copies` times.
+    std::vector<std::string> problems;
+    std::vector<std::string> replies;
+    int copies = 1;
+    std::string latency;           // replies served after it ("30s", "20s..90s"); "": at once
     std::vector<int> gpu_counts = {1, 2, 4, 8};
-    std::vector<int> runs_per_gpu = {1, 5}; // --per-gpu values measured: one at a time, and the default
-    std::string time = "30s";      // --time of every problem
+    // How runs share a GPU, one row each per GPU count: "old" (5 runs start up side by side, one
+    // searches at a time: --per-gpu 5 --searches-per-gpu 1), "auto" (suite run's default) or N
+    // (--per-gpu N, all searching).
+    std::vector<std::string> modes = {"old", "auto"};
+    int old_problems = 0;          // the old mode runs only the first this many problems (0: all)
+    std::string time;              // --time of every problem ("": none, the replies bound it)
     std::string archive_dir = "bench-archives/suite";
 };
 Json run_suite_bench(const BenchOptions& options, const SuiteBenchSettings& settings);

@@ -143,14 +143,25 @@ int main(int argc, char** argv)
     scale->add_option("--archives", scale_settings.archive_dir, "folder for the runs' archives and logs")->capture_default_str();
 
     SuiteBenchSettings suite_settings;
-    auto* suite_cmd = app.add_subcommand("suite", "problems per hour of `kforge suite run` against the number of GPUs");
-    suite_cmd->add_option("--suite-task", suite_settings.tasks, "bundled tasks of the suite")->capture_default_str();
-    suite_cmd->add_option("--suite-time", suite_settings.time, "--time of each problem")->capture_default_str();
+    auto* suite_cmd = app.add_subcommand("suite", "problems per hour of `kforge suite run` against the number of GPUs, "
+                                                  "how runs share a GPU and the model's latency");
+    suite_cmd->add_option("--suite-task", suite_settings.tasks, "bundled tasks of the suite (builtin proposer)")
+        ->capture_default_str();
+    suite_cmd->add_option("--problems", suite_settings.problems, "problem files or folders of .py programs, instead "
+                                                                 "of the bundled tasks (with --replies)");
+    suite_cmd->add_option("--replies", suite_settings.replies, "folders of recorded replies, DIR/<stem>.jsonl");
+    suite_cmd->add_option("--copies", suite_settings.copies, "each problem this many times, under its own name")
+        ->check(CLI::Range(1, 50));
+    suite_cmd->add_option("--latency", suite_settings.latency, "replies served after this (30s, 20s..90s)");
+    suite_cmd->add_option("--suite-time", suite_settings.time, "--time of each problem (default: 30s for the "
+                                                               "bundled tasks, none with replies)");
     suite_cmd->add_option("--gpu-counts", suite_settings.gpu_counts, "GPU counts to measure (those present)")
         ->capture_default_str();
-    suite_cmd->add_option("--per-gpu", suite_settings.runs_per_gpu, "suite run --per-gpu values to measure at each GPU "
-                                                                     "count")
+    suite_cmd->add_option("--modes", suite_settings.modes, "how runs share a GPU, a row each: old (one search per "
+                                                           "GPU at a time), auto (the default), N (--per-gpu N)")
         ->capture_default_str();
+    suite_cmd->add_option("--old-problems", suite_settings.old_problems, "the old mode runs only the first this many "
+                                                                         "problems (0: all)");
     suite_cmd->add_option("--archives", suite_settings.archive_dir, "folder for the suite folders and logs")
         ->capture_default_str();
 
@@ -191,6 +202,8 @@ int main(int argc, char** argv)
             fmt::print("{}", scale_markdown(result));
         } else if (*suite_cmd) {
             Json result = run_suite_bench(options, suite_settings);
+            // Beside the folders the rows ran in, the whole result (each row's per-problem results).
+            write_file_atomic(std::filesystem::path(suite_settings.archive_dir) / "suite-bench.json", result.dump(2));
             fmt::print("{}", suite_markdown(result));
         } else if (*all) {
             auto wanted = [&](const char* name) { return std::find(sections.begin(), sections.end(), name) != sections.end(); };

@@ -117,11 +117,14 @@ struct EvaluatorConfig {
     // records wait for them); off for commands that evaluate other kernels, which would only pay.
     bool prefetch_task_kernels = false;
     // A GPU shared with other runs (`kforge suite run --per-gpu N`, evaluator/worker/gpu_share.hpp):
-    // the folder of its locks. Workers then measure holding the GPU's measuring lock, and each
-    // slot waits after its baselines for the GPU's search turn, held until the session ends. Only
-    // with one GPU (two sessions holding each other's turns would wait for ever): more is
+    // the folder of its locks. Workers then measure holding the GPU's measuring lock. Only with one
+    // GPU (two sessions holding each other's search turns would wait for ever): more is
     // Error(usage). Empty: the GPUs are this session's alone.
     std::filesystem::path gpu_share_dir;
+    // On a shared GPU: at most this many runs search on it at once; the slot waits after its
+    // baselines for one of the GPU's `gpu_searches` search turns and holds it until the session
+    // ends. 0: no turns, every run sharing the GPU searches (the default).
+    int gpu_searches = 0;
 };
 
 // Starts the compile pool and one GPU worker per selected GPU (each times its own baselines).

@@ -72,19 +72,20 @@ void GpuSlot::start(const Json& setup)
 // turn: the session is about to end, and whatever it still measures holds the measuring lock.
 void GpuSlot::take_search_turn()
 {
-    if (m_config.gpu_share_dir.empty())
+    if (m_config.gpu_share_dir.empty() || m_config.gpu_searches <= 0)
         return;
     std::error_code ec;
     std::filesystem::create_directories(m_config.gpu_share_dir, ec);
-    std::filesystem::path path = gpu_share_path(m_config.gpu_share_dir, m_facts.uuid, GpuShareFile::search_turn);
     auto began = EvalClock::now();
     bool waited = false;
     while (!interrupt_requested()) {
-        m_search_turn = FileLock::acquire(path, LockWait::try_once);
+        for (int k = 0; k < m_config.gpu_searches && !m_search_turn.held(); ++k)
+            m_search_turn = FileLock::acquire(search_turn_path(m_config.gpu_share_dir, m_facts.uuid, k), LockWait::try_once);
         if (m_search_turn.held())
             break;
         if (!waited)
-            log_info("{} is shared: waiting for its search turn (another run searches on it)", m_identity.label());
+            log_info("{} is shared: waiting for its search turn ({} other run{} search on it)", m_identity.label(),
+                     m_config.gpu_searches, m_config.gpu_searches == 1 ? "" : "s");
         waited = true;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -15,9 +15,10 @@
 // (measurement_memo.hpp): a (binary, plan, params) point measured before, on this GPU or another
 // of the same model, is not measured again.
 //
-// On a GPU shared with other runs (EvaluatorConfig::gpu_share_dir, worker/gpu_share.hpp) the slot
-// takes the GPU's search turn after its baselines and keeps it until stop(), and its busy time
-// leaves out what its worker waited for the measuring lock.
+// On a GPU shared with other runs (EvaluatorConfig::gpu_share_dir, worker/gpu_share.hpp) the slot's
+// busy time leaves out what its worker waited for the measuring lock, and when runs search in turns
+// (EvaluatorConfig::gpu_searches) it takes one of the GPU's turns after its baselines and keeps it
+// until stop().
 #pragma once
 
 #include <atomic>
@@ -93,7 +94,7 @@ public:
             MeasurementMemo& memo);
 
     // Asks the worker for its device, sets it up with `setup` (replayed to every later worker) and
-    // times the baselines; on a shared GPU, then waits for the GPU's search turn (however long: the
+    // times the baselines; on a GPU shared in turns, then waits for a search turn (however long: the
     // run before it on this GPU searches meanwhile; Ctrl-C ends the wait). Call it on the thread that will use the slot: a local worker dies with
     // the thread that started it. Throws Error(runtime) naming the GPU when any step fails. The
     // reference's baseline timing goes into the memo as its own point's timing.

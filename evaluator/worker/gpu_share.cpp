@@ -62,6 +62,12 @@ std::filesystem::path gpu_share_path(const std::filesystem::path& dir, const std
     return dir / (uuid + ".measuring");
 }
 
+std::filesystem::path search_turn_path(const std::filesystem::path& dir, const std::string& uuid, int k)
+{
+    return k == 0 ? gpu_share_path(dir, uuid, GpuShareFile::search_turn)
+                  : dir / fmt::format("{}.search.{}.lock", uuid, k);
+}
+
 std::string format_measuring_hold(const MeasuringHold& hold)
 {
     return fmt::format("{} {:.6f} {:.6f} {:.6f} {}\n", hold.pid, hold.begin_s, hold.end_s, hold.waited_s, hold.what);

@@ -17,10 +17,13 @@
 //   worker waited for the lock before begin), written while the lock is still held, so lines never
 //   interleave and appear in time order. `kforge suite run` computes each GPU's busy share as the
 //   union of these intervals; the waits are kept apart (waiting is not measuring).
-// - The *search turn* (DIR/<uuid>.search.lock) is held by a run's controller from the end of its
-//   start-up (baselines timed) until the run ends: runs on one GPU start up side by side but search
-//   one at a time, so each run's search has the GPU mostly to itself and its --time buys what it
-//   would alone.
+// - *Search turns* (DIR/<uuid>.search.lock, DIR/<uuid>.search.K.lock for K = 1..N-1), only when a
+//   run is told to search in turns (`--gpu-searches N`, suite run's --searches-per-gpu): a run's
+//   controller holds one of the N from the end of its start-up (baselines timed) until it ends, so
+//   at most N runs search on the GPU at once. By default there are no turns: every run on the GPU
+//   searches, since a search spends most of its time waiting for its model, and the measuring lock
+//   alone keeps the measurements apart. A run's --time counts its own time less what it waited for
+//   the measuring lock, so sharing buys it neither more nor less search than it would get alone.
 //
 // flock locks die with their process (kill -9 included) and are opened close-on-exec, so neither
 // lock outlives its holder nor leaks into the processes a worker starts.
@@ -39,12 +42,15 @@ namespace kforge {
 
 enum class GpuShareFile {
     measure_lock,  // <uuid>.measure.lock
-    search_turn,   // <uuid>.search.lock
+    search_turn,   // <uuid>.search.lock (the first turn; search_turn_path for the others)
     measuring_log, // <uuid>.measuring
 };
 
 // DIR/<uuid>.<suffix> for `file`.
 std::filesystem::path gpu_share_path(const std::filesystem::path& dir, const std::string& uuid, GpuShareFile file);
+
+// The lock file of search turn `k` (0-based) of GPU `uuid`.
+std::filesystem::path search_turn_path(const std::filesystem::path& dir, const std::string& uuid, int k);
 
 // One line of the measuring log.
 struct MeasuringHold {

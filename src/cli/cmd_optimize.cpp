@@ -112,7 +112,8 @@ int run_optimize(const OptimizeOptions& options)
              config.search.islands == 1 ? "" : "s", config.search.budgets.candidates, session.proposer_label());
 
     uint64_t secret = random_u64();
-    session.start_evaluator(config, secret, controller.world(), options.session.gpu_share);
+    session.start_evaluator(config, secret, controller.world(), options.session.gpu_share,
+                            options.session.gpu_searches);
 
     fs::path path = options.output.empty() ? default_archive_path(task.name) : fs::path(options.output);
     RunInfo run = new_run_record(task, path.stem().string(), config.to_json(), config.search.seed);

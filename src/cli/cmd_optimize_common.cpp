@@ -120,9 +120,14 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool resume)
                            : "GPUs to use, one worker each: all (default), N (the first N) or indices such as 0,2,5 "
                              "(one device: 2,); under mpirun, per host")
         ->check(non_empty());
-    cmd->add_option("--gpu-share", o.gpu_share,
+    CLI::Option* share = cmd->add_option("--gpu-share", o.gpu_share,
                     "share the run's one GPU (--gpus I,) with other runs through the locks in this folder (what "
-                    "`kforge suite run` passes): measure only holding its measuring lock, search only in its turn");
+                    "`kforge suite run` passes): measure only holding its measuring lock");
+    cmd->add_option("--gpu-searches", o.gpu_searches,
+                    "with --gpu-share: at most N runs sharing the GPU search at once, each in a turn held from its "
+                    "baselines to its end (suite run's --searches-per-gpu; default: no turns, every run searches)")
+        ->check(whole_number(1, 64))
+        ->needs(share);
 }
 
 void apply_session_options(const SessionOptions& o, const BudgetBase& base, RunConfig& config)
@@ -229,6 +234,7 @@ Session::Session(const Task& task, const RunConfig& config) : m_task(task)
         settings.retry.max_retries = p.value("retries", 5);
         settings.retry.base_delay_s = p.value("retry_backoff_s", 1.0);
         settings.prices = prices;
+        settings.seed = config.search.seed; // replay latency draws: the same per reply in every run of this seed
         std::vector<std::string> labels;
         m_cost.models = true;
         auto add_model = [&](const ModelEntry& entry, ModelMix& mix) {
@@ -278,7 +284,7 @@ Session::Session(const Task& task, const RunConfig& config) : m_task(task)
 Session::~Session() = default;
 
 void Session::start_evaluator(const RunConfig& config, uint64_t run_secret, MpiWorld* mpi,
-                              const std::string& gpu_share_dir)
+                              const std::string& gpu_share_dir, int gpu_searches)
 {
     EvaluatorConfig evaluator;
     evaluator.arch = config.evaluator.value("arch", std::string());
@@ -292,6 +298,7 @@ void Session::start_evaluator(const RunConfig& config, uint64_t run_secret, MpiW
     evaluator.prefetch_task_kernels = true;
     if (!gpu_share_dir.empty())
         evaluator.gpu_share_dir = std::filesystem::absolute(gpu_share_dir);
+    evaluator.gpu_searches = gpu_searches;
     m_evaluator = make_gpu_evaluator(m_task, evaluator);
 }
 

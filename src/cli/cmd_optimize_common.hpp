@@ -39,6 +39,7 @@ struct SessionOptions {
     std::optional<int> retries;
     std::string gpus;              // --gpus: all, N or indices ("" keeps the stored one)
     std::string gpu_share;         // --gpu-share DIR: GPUs shared with other runs (not stored)
+    int gpu_searches = 0;          // --gpu-searches N: with --gpu-share, search in one of N turns (0: no turns)
     std::string strategy;          // --strategy: direct | plan | mix ("" keeps the stored one)
     std::optional<double> plan_share;   // --plan-share (with mix)
     std::optional<double> plan_explore; // --plan-explore
@@ -106,9 +107,9 @@ public:
     ~Session();
     // Starts the GPU evaluator (throws Error(runtime) "no NVIDIA driver/GPU found" without one);
     // with `mpi`, over the GPUs of every rank; with `gpu_share_dir`, on GPUs shared with other runs
-    // (EvaluatorConfig::gpu_share_dir).
+    // (EvaluatorConfig::gpu_share_dir, gpu_searches).
     void start_evaluator(const RunConfig& config, uint64_t run_secret, MpiWorld* mpi = nullptr,
-                         const std::string& gpu_share_dir = "");
+                         const std::string& gpu_share_dir = "", int gpu_searches = 0);
     SearchServices services();
     CandidateEvaluator& evaluator() { return *m_evaluator; }
     std::string proposer_label() const { return m_proposer_label; }

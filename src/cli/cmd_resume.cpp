@@ -73,7 +73,8 @@ int run_resume(const ResumeOptions& options)
     Session session(task, config);
     log_info("kforge resume {}: task {}, {} candidates recorded, budget {}, proposer: {}", label, run.task_name,
              state.recorded_candidates, config.search.budgets.candidates, session.proposer_label());
-    session.start_evaluator(config, stored_run_secret(archive), controller.world(), options.session.gpu_share);
+    session.start_evaluator(config, stored_run_secret(archive), controller.world(), options.session.gpu_share,
+                            options.session.gpu_searches);
     archive.begin_writing();
     run.config = config.to_json();
     record_environment(run, session.evaluator().environment());

@@ -1,5 +1,6 @@
 // The suite's run options (suite_options.hpp): their flags, checks and the request they make.
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 const std::vector<std::string> k_suite_owned_flags = {"-o", "--output", "--archive", "--gpus", "--budget", "--time",
                                                       "--max-cost", "--max-calls", "-m", "--model", "--progress",
                                                       "--json", "--parallel", "--knowledge", "--no-knowledge",
-                                                      "--gpu-share"};
+                                                      "--gpu-share", "--gpu-searches"};
 
 // "I/N" -> (I, N).
 std::pair<int, int> parse_shard(const std::string& text)
@@ -111,7 +112,7 @@ SuiteSettings merged_settings(SuiteSettings settings, const SuiteRunOptions& o)
                     fail(ErrorKind::usage, "--model {}: no such file or folder", text);
                 if (!file.has_filename())
                     file = file.parent_path(); // "replies/" -> "replies"
-                model = "replay:" + file.string() + (fs::is_directory(file, ec) ? "/" : "");
+                model = "replay:" + file.string() + (fs::is_directory(file, ec) ? "/" : "") + spec.replay_latency.text();
             }
             settings.models.push_back(model);
         }
@@ -159,7 +160,15 @@ SuiteRunRequest suite_run_request(const SuiteRunOptions& o)
     request.paths = o.paths;
     request.output = o.output;
     request.gpus = o.gpus;
-    request.per_gpu = o.per_gpu;
+    if (o.per_gpu != "auto") {
+        int n = 0;
+        auto [end, ec] = std::from_chars(o.per_gpu.data(), o.per_gpu.data() + o.per_gpu.size(), n);
+        if (ec != std::errc() || end != o.per_gpu.data() + o.per_gpu.size() || n < 1 || n > k_most_runs_per_gpu)
+            fail(ErrorKind::usage, "--per-gpu {}: expected auto or a whole number from 1 to {}", o.per_gpu,
+                 k_most_runs_per_gpu);
+        request.per_gpu = n;
+    }
+    request.searches_per_gpu = o.searches_per_gpu;
     request.retry_failed = o.retry_failed;
     request.progress = progress_mode(o.progress);
     request.json = o.json;
@@ -187,10 +196,16 @@ void add_suite_run_options(CLI::App* cmd, SuiteRunOptions& o)
     cmd->add_option("--gpus", o.gpus, "GPUs to use: all (default), N (the first N) or indices 0,2,5")
         ->check(non_empty())
         ->capture_default_str();
-    cmd->add_option("--per-gpu", o.per_gpu, "runs at once on one GPU: one searches while the others start up; 1 "
-                                              "runs each GPU's problems one after another (docs/suite.md)")
-        ->check(whole_number(1, 16))
+    cmd->add_option("--per-gpu", o.per_gpu, "runs at once on one GPU, all searching while their models think: auto "
+                                              "(from the model's latency and the GPU time per candidate, bounded by "
+                                              "memory) or N; 1 runs each GPU's problems one after another "
+                                              "(docs/suite.md)")
+        ->check(non_empty())
         ->capture_default_str();
+    cmd->add_option("--searches-per-gpu", o.searches_per_gpu, "at most K of a GPU's runs search at once, each in a "
+                                                                "turn held to its end (1: one search per GPU, the "
+                                                                "others only start up; default: all of them)")
+        ->check(whole_number(1, 16));
     cmd->add_option("--shard", o.shard, "run only the problems whose index is I modulo N (I/N, e.g. 0/4)")
         ->check(non_empty());
     cmd->add_flag("--retry-failed", o.retry_failed, "run this shard's failed problems again");

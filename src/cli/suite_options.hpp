@@ -21,7 +21,8 @@ struct SuiteRunOptions {
     std::vector<std::string> models;
     std::string optimize_args;
     std::string gpus = "all";
-    int per_gpu = k_default_runs_per_gpu;
+    std::string per_gpu = "auto";   // --per-gpu: auto or 1..16
+    int searches_per_gpu = 0;       // --searches-per-gpu: 0 = every run searches
     std::string shard;
     bool retry_failed = false;
     std::optional<int> parallel;

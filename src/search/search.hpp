@@ -96,6 +96,7 @@ struct SearchOutcome {
     std::optional<double> best_fitness;
     std::string best_held_out;   // "passed", "failed" or "" (not checked)
     double seconds = 0;
+    double search_seconds = 0;   // what --time counted: seconds less waits for a shared GPU's measuring lock
     double gpu_busy = 0;         // share of this session's GPU wall time the GPUs worked
     std::vector<GpuShare> gpus;  // per GPU of this session
     double cost_usd = 0;         // model calls of the whole run

@@ -252,6 +252,7 @@ void SearchLoop::finish()
         m_outcome.best_held_out = it == m_state.held_out.end() ? "" : it->second;
     }
     m_outcome.seconds = elapsed_s();
+    m_outcome.search_seconds = search_s();
     m_outcome.gpu_busy = m_services.evaluator.gpu_busy_fraction();
     m_outcome.gpus = gpu_shares();
     LlmUsage usage = m_archive.llm_usage_total();
@@ -319,6 +320,17 @@ double SearchLoop::elapsed_s() const
     return std::chrono::duration<double>(Clock::now() - m_started).count();
 }
 
+// On a GPU shared with other runs, the time this run's worker waited while another run measured
+// is not its own: --time counts the session's time without it, so a run buys the same search
+// shared as alone (docs/suite.md, "Several runs per GPU").
+double SearchLoop::search_s() const
+{
+    double waited = 0;
+    for (const auto& gpu : m_services.evaluator.gpu_usage())
+        waited += gpu.lock_wait_s;
+    return std::max(0.0, elapsed_s() - waited);
+}
+
 ProgressSnapshot SearchLoop::snapshot() const
 {
     ProgressSnapshot s;
@@ -340,7 +352,7 @@ ProgressSnapshot SearchLoop::snapshot() const
         double per_candidate = s.elapsed_s / static_cast<double>(m_outcome.recorded);
         double eta = per_candidate * static_cast<double>(std::max<int64_t>(0, s.budget - s.done));
         if (m_config.budgets.max_seconds)
-            eta = std::min(eta, std::max(0.0, *m_config.budgets.max_seconds - s.elapsed_s));
+            eta = std::min(eta, std::max(0.0, *m_config.budgets.max_seconds - search_s()));
         s.eta_s = eta;
     }
     return s;

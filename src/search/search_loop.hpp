@@ -88,6 +88,7 @@ private:
     std::vector<GpuShare> gpu_shares() const;
     std::string waiting_for() const;
     double elapsed_s() const;
+    double search_s() const; // elapsed_s() less this session's waits for a shared GPU's measuring lock (--time)
 
     // --- search_schedule.cpp ---
     void schedule();

@@ -99,7 +99,7 @@ void SearchLoop::schedule()
         int64_t candidates_in_flight = 0;
         for (const auto& [seq, flight] : m_flights)
             candidates_in_flight += yields_candidate(flight.item.kind) ? 1 : 0;
-        BudgetUse use{m_state.recorded_candidates + candidates_in_flight, elapsed_s(), m_state.stale_generations};
+        BudgetUse use{m_state.recorded_candidates + candidates_in_flight, search_s(), m_state.stale_generations};
         StopReason blocked = budget_blocks(m_config.budgets, use, m_ledger, *next);
         if (blocked != StopReason::none && !yields_candidate(next->kind)) {
             log_debug("skipping a {} call: {}", item_kind_name(next->kind), describe_stop(blocked, m_config.budgets));

@@ -123,6 +123,7 @@ Json build_run_summary(const Archive& archive, const SearchOutcome& outcome)
                   {"cost_usd", usage.cost_usd},
                   {"calls_without_price", usage.calls_without_price}}},
                 {"elapsed_s", outcome.seconds},
+                {"search_s", outcome.search_seconds},
                 {"gpu_busy", outcome.gpu_busy},
                 {"gpus", gpus_section(outcome)},
                 {"commands",

@@ -23,8 +23,12 @@ ArchiveUse read_archive_use(const std::filesystem::path& path)
             for (const auto& gpu : archive.gpu_totals()) {
                 use.busy_s += gpu.usage.busy_s;
                 use.wall_s += gpu.usage.wall_s;
+                use.candidates += gpu.candidates;
             }
-            use.cost_usd = archive.llm_usage_total().cost_usd;
+            LlmUsage calls = archive.llm_usage_total();
+            use.cost_usd = calls.cost_usd;
+            use.model_calls = calls.calls;
+            use.model_latency_s = calls.latency_s;
         });
     } catch (const Error& e) {
         log_debug("{}: not readable yet: {}", path.string(), e.what());

@@ -13,6 +13,9 @@ struct ArchiveUse {
     double busy_s = 0;
     double wall_s = 0;   // the GPU's time in the run's sessions, from its start after the baselines
     double cost_usd = 0;
+    int64_t candidates = 0;      // measured on the GPU (busy_s is their time)
+    int64_t model_calls = 0;     // language-model calls, and
+    double model_latency_s = 0;  // their latency, summed
 };
 
 // Reads `path` read-only; an archive that is missing or not readable yet gives zeros.

@@ -11,6 +11,7 @@
 #include "agents/model_spec.hpp"
 #include "archive/archive.hpp"
 #include "core/task.hpp"
+#include "core/task_memory.hpp"
 #include "search/budget.hpp"
 #include "search/loop_state.hpp"
 #include "search/run_config.hpp"
@@ -80,6 +81,7 @@ struct ModelChoice {
     std::string label;
     bool priced = false;
     fs::path replay_file;            // per-problem replies (empty otherwise)
+    std::string latency;             // their ?latency= (model_spec.hpp), "" for none
     std::string skip;                // why nothing can run it
 };
 
@@ -103,12 +105,13 @@ ModelChoice choose_models(const SuiteProblem& problem, const Task& task, const S
         return choice;
     }
     if (settings.models.size() == 1 && is_replay_folder_model(settings.models[0])) {
-        fs::path dir = parse_model_spec(settings.models[0]).model;
-        fs::path file = dir / (source_stem(problem) + ".jsonl");
+        ModelSpec folder = parse_model_spec(settings.models[0]);
+        fs::path file = fs::path(folder.model) / (source_stem(problem) + ".jsonl");
         std::error_code ec;
         if (fs::is_regular_file(file, ec)) {
             choice.replay_file = file;
-            choice.models = {"replay:" + file.string()};
+            choice.latency = folder.replay_latency.text();
+            choice.models = {"replay:" + file.string() + choice.latency};
             choice.label = choice.models[0];
         } else {
             builtin_or_skip(fmt::format("no recorded replies {}", file.string()));
@@ -177,6 +180,9 @@ ProblemLaunch plan_launch(const SuiteFolder& folder, const SuiteProblem& problem
         launch.reason = e.what();
         return launch;
     }
+    launch.torch_program = task.is_torch();
+    for (const auto& shape : task_memory(task))
+        launch.task_bytes = std::max(launch.task_bytes, shape.bytes);
     ModelChoice models = choose_models(problem, task, settings);
     if (!models.skip.empty()) {
         launch.outcome = ProblemLaunch::Outcome::skipped;
@@ -251,7 +257,7 @@ ProblemLaunch plan_launch(const SuiteFolder& folder, const SuiteProblem& problem
                     return finished("its recorded replies are used");
                 fs::path trimmed = folder.root() / "runs" / (problem.id + ".replay.jsonl");
                 write_file_atomic(trimmed, join(rest, "\n") + "\n");
-                models.models = {"replay:" + trimmed.string()};
+                models.models = {"replay:" + trimmed.string() + models.latency};
             }
             launch.command = "resume";
             launch.args = {"resume", archive_path.string()};

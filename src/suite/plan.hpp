@@ -40,6 +40,8 @@ struct ProblemLaunch {
     std::vector<std::string> args; // the kforge command line, without --gpus and --max-cost
     std::string model_label;       // "builtin", "replay:FILE", or the --model list joined
     bool priced = false;           // its models cost money: it takes a share of --max-cost
+    bool torch_program = false;    // its reference is a PyTorch program (a reference process runs)
+    uint64_t task_bytes = 0;       // its tensors' bytes at its largest shape (task_memory.hpp)
 };
 
 // Decides the next session of `problem` from its spec, its archive (if any) and the settings.

@@ -56,7 +56,7 @@ std::string busy_lines(const Json& record)
                             format_elapsed(gpu.at("busy_s").get<double>()), format_elapsed(gpu.at("window_s").get<double>()),
                             format_elapsed(gpu.at("lock_wait_s").get<double>()), 100 * gpu.at("search").get<double>(),
                             100 * gpu.at("held").get<double>(), gpu.at("problems").get<int64_t>(),
-                            gpu.at("problems").get<int64_t>() == 1 ? "" : "s", record.at("per_gpu").get<int>());
+                            gpu.at("problems").get<int64_t>() == 1 ? "" : "s", record.at("runs_per_gpu").get<int64_t>());
     return text;
 }
 
@@ -75,6 +75,7 @@ int run_suite(const SuiteRunRequest& o)
                  mpi.launcher, mpi.expected_size, config.shard, config.shards);
     }
     config.per_gpu = o.per_gpu;
+    config.searches_per_gpu = o.searches_per_gpu;
     fs::path root = fs::absolute(o.output).lexically_normal();
     std::error_code ec;
     bool resuming = fs::exists(root / "suite.json", ec);
@@ -99,6 +100,7 @@ int run_suite(const SuiteRunRequest& o)
     config.host = host_name();
     config.gpus = select_gpus(list_visible_gpus(config.kforge), parse_gpu_selection(o.gpus), config.host);
     config.retry_failed = o.retry_failed;
+    config.parallel = settings.parallel.value_or(SearchConfig{}.parallel);
     config.progress = o.progress;
     config.import_jobs = o.import_jobs.value_or(std::clamp<size_t>(usable_cpus() / 4, 1, 4));
     config.import_time_limit_s = o.import_time_limit_s;

@@ -75,8 +75,8 @@ std::optional<double> suite_cost_cap(const SuiteManifest& manifest, const std::s
 SuiteRunner::SuiteRunner(const SuiteFolder& folder, SuiteRunConfig config)
     : m_folder(folder), m_config(std::move(config)), m_progress(m_config.progress)
 {
-    if (m_config.per_gpu < 1)
-        fail(ErrorKind::usage, "--per-gpu: expected at least 1 run per GPU");
+    if (m_config.per_gpu < 0)
+        fail(ErrorKind::usage, "--per-gpu: expected auto or at least 1 run per GPU");
     m_lanes.reserve(m_config.gpus.size()); // Active keeps a Lane*
     for (const auto& gpu : m_config.gpus)
         m_lanes.emplace_back(gpu, share_dir());
@@ -93,6 +93,7 @@ int SuiteRunner::run()
     m_start = Clock::now();
     m_started_epoch = epoch_now();
     take_stock();
+    refresh_usage(true); // auto's first choice, before any run starts
     while (true) {
         if (interrupt_requested() && !m_stopping)
             begin_stop();
@@ -201,6 +202,13 @@ void SuiteRunner::refresh_usage(bool force)
             active->now = read_archive_use(m_folder.resolve(m_manifest.find(active->id)->archive));
     for (auto& lane : m_lanes)
         lane.use.refresh();
+    if (m_config.per_gpu == 0) {
+        RunsPerGpu chosen = estimate_runs_per_gpu(demand(), m_config.parallel);
+        if (chosen.runs != m_auto.runs || m_auto.why.empty())
+            m_progress.event(fmt::format("--per-gpu auto: {} run{} per GPU ({})", chosen.runs,
+                                         chosen.runs == 1 ? "" : "s", chosen.why));
+        m_auto = chosen;
+    }
 }
 
 void SuiteRunner::begin_stop()

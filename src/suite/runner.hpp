@@ -6,14 +6,18 @@
 // each archive keeps every guarantee `resume` gives. With more problems than GPUs, each GPU works
 // on problems of its own; no GPU waits for another problem's model calls.
 //
-// Sharing a GPU (--per-gpu N, default 2): a run's start-up (its processes, CUDA contexts, the
-// PyTorch reference process and torch.compile, its baselines) leaves the GPU mostly idle, so up to
-// N runs work on one GPU at once: the next problems start up while one searches. Every child gets
-// --gpu-share SUITE_DIR/gpus, under which its GPU work is done holding the GPU's measuring lock (no
-// two runs ever measure at once, so every reported time is what the run alone would measure) and
-// its search waits for the GPU's search turn (runs start up side by side but search one at a time,
-// so a problem's --time buys the search it would get alone); evaluator/worker/gpu_share.hpp.
-// Lanes are filled level by level (every GPU its first run, then its second, ...).
+// Sharing a GPU (--per-gpu N|auto, default auto): a search spends most of its time waiting for its
+// model, and a run's start-up (its processes, CUDA contexts, the PyTorch reference process and
+// torch.compile, its baselines) leaves the GPU idle too, so several runs work on one GPU at once,
+// all of them searching. Every child gets --gpu-share SUITE_DIR/gpus, under which its GPU work is
+// done holding the GPU's measuring lock (no two runs ever measure at once, so every reported time
+// is what the run alone would measure), and its --time counts its own time less what it waited for
+// that lock (so sharing buys it the search it would get alone); evaluator/worker/gpu_share.hpp.
+// With --searches-per-gpu K a run searches only in one of the GPU's K search turns (K = 1: runs
+// start up side by side but search one at a time, as before). auto picks the number of runs per
+// GPU from what the runs measure (concurrency.hpp) and starts a run only when its memory fits the
+// host's and the GPU's. Lanes are filled level by level (every GPU its first run, then its
+// second, ...).
 //
 // The loop (run()) is: take stock of the manifest (problems whose process died become waiting
 // again); then, until nothing is left: reap children that ended and record how; import PyTorch
@@ -46,6 +50,7 @@
 
 #include "evaluator/gpu_devices.hpp"
 #include "suite/child_outputs.hpp"
+#include "suite/concurrency.hpp"
 #include "suite/gpu_use.hpp"
 #include "suite/manifest.hpp"
 #include "suite/plan.hpp"
@@ -64,7 +69,10 @@ std::optional<double> suite_cost_cap(const SuiteManifest& manifest, const std::s
 struct SuiteRunConfig {
     std::string kforge;              // the kforge binary the children run
     std::vector<VisibleGpu> gpus;    // the GPUs this process uses
-    int per_gpu = 2;                 // children at once on one GPU (1: each GPU one problem at a time)
+    int per_gpu = 0;                 // children at once on one GPU (1: each GPU one problem at a time;
+                                     // 0: auto, from what the runs measure)
+    int searches_per_gpu = 0;        // runs searching at once on one GPU, in turns (0: all of them)
+    int parallel = 4;                // model calls in flight per run (the children's --parallel)
     std::string host;
     int shard = 0;                   // this process runs the problems whose index % shards == shard
     int shards = 1;
@@ -85,7 +93,8 @@ public:
     // Runs the shard to its end or to Ctrl-C; returns 0 (every problem of the shard finished or
     // skipped), 1 (some failed) or 130 (interrupted).
     int run();
-    // This process's record: {"host", "pid", "shard", "per_gpu", "started_at", "ended_at",
+    // This process's record: {"host", "pid", "shard", "per_gpu" (a number or "auto"), "searches_per_gpu",
+    // "runs_per_gpu" (the most runs a GPU held at once), "auto" (auto's last choice and why), "started_at", "ended_at",
     // "interrupted", "problems_done", "gpus": [{"index", "label", "name", "uuid", "busy_s",
     // "lock_wait_s", "search_s", "held_s", "window_s", "busy", "search", "held", "problems"}]}, also
     // kept in the manifest's "runs". Per GPU: busy is the union of its runs' measuring (the
@@ -134,6 +143,11 @@ private:
     bool start_run_on(Lane& lane);
     // A run's child ended: the lane's accounting and the manifest's outcome, then the claim goes.
     void end_run(Active& active);
+    // Runs a lane may hold now: --per-gpu N, or auto's estimate from what the runs measured.
+    size_t places() const;
+    // Whether one more run of `launch` fits in memory beside those running (host) and on `lane`'s GPU.
+    bool memory_fits(const Lane& lane, const ProblemLaunch& launch);
+    SuiteDemand demand() const;
     std::filesystem::path share_dir() const; // SUITE_DIR/gpus: the GPUs' shared locks and logs
     std::vector<std::pair<std::string, std::string>> child_environment() const;
 
@@ -151,6 +165,10 @@ private:
     std::string m_token;               // tells this process's record in "runs" from others
     bool m_stopping = false;
     int64_t m_done_here = 0;           // problems this process settled
+    SuiteDemand m_ended;               // what the runs that ended measured (auto's input)
+    RunsPerGpu m_auto;                 // auto's last choice
+    size_t m_most_runs = 0;            // the most runs a lane held at once
+    std::string m_memory_note;         // the last "not starting: memory" reason said (said once)
 };
 
 // A child of the runner: a problem's run or its import (shared by the runner's two files).
@@ -164,6 +182,8 @@ struct SuiteRunner::Active {
     std::chrono::steady_clock::time_point started;
     ArchiveUse before;   // what the archive held when this session started
     ArchiveUse now;
+    uint64_t gpu_bytes = 0;  // what it is expected to take on its GPU (concurrency.hpp)
+    uint64_t host_bytes = 0; // and in host memory
     uintmax_t log_offset = 0;
 };
 

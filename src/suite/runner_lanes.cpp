@@ -1,9 +1,11 @@
-// The suite's GPU lanes: one lane per GPU of this process, with places for up to --per-gpu runs at
-// once (runner.hpp says why runs share a GPU). This file decides which lane gets the next
-// problem (level by level, so that with fewer problems ready than places every GPU gets its
-// share), starts a problem's run on a lane (its claim, its launch plan, its share of --max-cost,
-// --gpu-share SUITE_DIR/gpus, under which its workers take the GPU's measuring lock and its search
-// takes the GPU's search turn, and a child environment sized for the runs sharing this host), ends
+// The suite's GPU lanes: one lane per GPU of this process, with places for --per-gpu runs at once
+// or, by default, as many as auto estimates (runner.hpp says why runs share a GPU, concurrency.hpp
+// how many). This file decides which lane gets the next problem (level by level, so that with
+// fewer problems ready than places every GPU gets its share, and only while the run fits in the
+// host's and the GPU's memory), starts a problem's run on a lane (its claim, its launch plan, its
+// share of --max-cost, --gpu-share SUITE_DIR/gpus, under which its workers take the GPU's measuring
+// lock, --gpu-searches K when runs search in turns, and a child environment sized for the runs
+// sharing this host), ends
 // it (the lane's search time, the manifest's outcome) and accounts each lane's use: busy (the union
 // of the measuring lock's logged holds, gpu_use.hpp), the time its runs searched and held it,
 // each over the lane's window, until it found no problem left to take.
@@ -34,6 +36,17 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+constexpr uint64_t k_host_reserve_bytes = uint64_t{1} << 30; // left to the suite itself and the OS
+constexpr double k_gpu_memory_share = 0.9;                    // of a GPU's memory its runs may take
+// A run younger than this may not have grown to its size yet: its estimate still counts against
+// the host's available memory.
+constexpr auto k_growing = std::chrono::seconds(90);
+
+std::string gib(uint64_t bytes)
+{
+    return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / static_cast<double>(uint64_t{1} << 30));
+}
+
 } // namespace
 
 SuiteRunner::Lane::Lane(VisibleGpu gpu_, const fs::path& share_dir)
@@ -48,11 +61,13 @@ SuiteRunner::Lane::Lane(VisibleGpu gpu_, const fs::path& share_dir)
 void SuiteRunner::start_runs()
 {
     // Level by level, so that with fewer problems ready than places every GPU gets its share.
-    auto places = static_cast<size_t>(m_config.per_gpu);
+    size_t places = this->places();
     for (size_t level = 1; level <= places; ++level)
         for (auto& lane : m_lanes)
-            if (lane.runs.size() < level && start_run_on(lane))
+            if (lane.runs.size() < level && start_run_on(lane)) {
                 lane.window_end.reset();
+                m_most_runs = std::max(m_most_runs, lane.runs.size());
+            }
     bool remaining = std::any_of(m_manifest.problems.begin(), m_manifest.problems.end(),
                                  [&](const SuiteProblem& p) { return may_start(p); });
     for (auto& lane : m_lanes)
@@ -81,6 +96,8 @@ bool SuiteRunner::start_run_on(Lane& lane)
                 claim.remove_and_release(); // as end_run does, once the manifest says so
             continue;
         }
+        if (!memory_fits(lane, launch))
+            return false; // the claim goes with this scope; the problem waits for memory
         std::optional<double> cap;
         bool broke = false;
         ProblemSession session;
@@ -120,6 +137,8 @@ bool SuiteRunner::start_run_on(Lane& lane)
         fs::path log = m_folder.resolve(problem.log);
         std::vector<std::string> args = launch_arguments(launch, lane.gpu.index, cap);
         args.insert(args.end(), {"--gpu-share", share_dir().string()});
+        if (m_config.searches_per_gpu > 0)
+            args.insert(args.end(), {"--gpu-searches", std::to_string(m_config.searches_per_gpu)});
         append_to_log(log, fmt::format("\n== kforge suite, {}: {} {} ==\n", format_local_time(epoch_now()),
                                        m_config.kforge, join(args, " ")));
         active->log_offset = file_size_or_zero(log);
@@ -142,6 +161,8 @@ bool SuiteRunner::start_run_on(Lane& lane)
             continue;
         }
         active->started = Clock::now();
+        active->gpu_bytes = run_gpu_bytes(launch.torch_program, launch.task_bytes);
+        active->host_bytes = run_host_bytes(launch.torch_program);
         lane.runs.push_back(active.get());
         lane.use.run_started(problem.id, epoch_now());
         ++lane.problems;
@@ -165,6 +186,15 @@ void SuiteRunner::end_run(Active& active)
     double search = std::max(0.0, active.now.wall_s - active.before.wall_s);
     double held = std::chrono::duration<double>(Clock::now() - active.started).count();
     lane.search_done += search;
+    m_ended.candidates += std::max<int64_t>(0, active.now.candidates - active.before.candidates);
+    m_ended.gpu_busy_s += busy;
+    m_ended.model_calls += std::max<int64_t>(0, active.now.model_calls - active.before.model_calls);
+    m_ended.model_latency_s += std::max(0.0, active.now.model_latency_s - active.before.model_latency_s);
+    if (search > 0) {
+        ++m_ended.ended_runs;
+        m_ended.search_s += search;
+        m_ended.startup_s += std::max(0.0, held - search);
+    }
     int code = active.child.exit_code();
     ProblemState state = ProblemState::failed;
     std::string reason;
@@ -214,6 +244,60 @@ void SuiteRunner::end_run(Active& active)
 }
 
 // ---------------------------------------------------------------------------------------------
+// How many runs a GPU holds.
+
+SuiteDemand SuiteRunner::demand() const
+{
+    SuiteDemand d = m_ended;
+    for (const auto& active : m_active) {
+        if (active->import)
+            continue;
+        d.candidates += std::max<int64_t>(0, active->now.candidates - active->before.candidates);
+        d.gpu_busy_s += std::max(0.0, active->now.busy_s - active->before.busy_s);
+        d.model_calls += std::max<int64_t>(0, active->now.model_calls - active->before.model_calls);
+        d.model_latency_s += std::max(0.0, active->now.model_latency_s - active->before.model_latency_s);
+    }
+    return d;
+}
+
+size_t SuiteRunner::places() const
+{
+    if (m_config.per_gpu > 0)
+        return static_cast<size_t>(m_config.per_gpu);
+    return static_cast<size_t>(m_auto.runs);
+}
+
+bool SuiteRunner::memory_fits(const Lane& lane, const ProblemLaunch& launch)
+{
+    if (m_active.empty() || lane.runs.empty())
+        return true; // a lane always gets its first run: something must make progress
+    std::string why;
+    uint64_t gpu_need = run_gpu_bytes(launch.torch_program, launch.task_bytes);
+    uint64_t gpu_held = 0;
+    for (const Active* run : lane.runs)
+        gpu_held += run->gpu_bytes;
+    auto gpu_limit = static_cast<uint64_t>(k_gpu_memory_share * static_cast<double>(lane.gpu.facts.total_memory));
+    if (lane.gpu.facts.total_memory > 0 && gpu_held + gpu_need > gpu_limit)
+        why = fmt::format("{}'s runs are expected to take {} of its memory and one more {} (the limit is {})",
+                          lane.label, gib(gpu_held), gib(gpu_need), gib(gpu_limit));
+    if (uint64_t available = usable_memory_bytes(); why.empty() && available > 0) {
+        uint64_t growing = 0;
+        for (const auto& active : m_active)
+            if (!active->import && Clock::now() - active->started < k_growing)
+                growing += active->host_bytes;
+        uint64_t need = run_host_bytes(launch.torch_program) + k_host_reserve_bytes + growing;
+        if (available < need)
+            why = fmt::format("the host has {} available and one more run needs about {}", gib(available), gib(need));
+    }
+    if (why.empty())
+        return true;
+    if (why != m_memory_note)
+        m_progress.event(fmt::format("not starting another run on {} yet: {}", lane.label, why));
+    m_memory_note = why;
+    return false;
+}
+
+// ---------------------------------------------------------------------------------------------
 // What the runs share, and the lanes' record.
 
 fs::path SuiteRunner::share_dir() const
@@ -222,17 +306,18 @@ fs::path SuiteRunner::share_dir() const
 }
 
 // A child's environment: no MPI of its own, and each run's share of this host's compiles, since up
-// to per_gpu runs per GPU may compile at once: torch.compile's workers (TORCHINDUCTOR_COMPILE_THREADS,
+// to places() runs per GPU may compile at once: torch.compile's workers (TORCHINDUCTOR_COMPILE_THREADS,
 // unless set; a host whose cores are all busy compiling delays the launches of a PyTorch program's
 // eager timing, and events around the forward include launch gaps) and kforge's NVRTC workers
 // (KFORGE_COMPILE_WORKERS, unless set: the host's default for all the suite's GPUs, as one search on
-// those GPUs would have, split among the GPUs, since one run per GPU searches at a time and the
-// others compile only their reference and seeds; compiles at once slow the GPU workers, compile.hpp).
+// those GPUs would have, split among the GPUs: the searches sharing a GPU compile a candidate only as
+// their model's replies come, so a GPU's runs together compile about what one search fed at the
+// GPU's pace would; compiles at once slow the GPU workers, compile.hpp).
 std::vector<std::pair<std::string, std::string>> SuiteRunner::child_environment() const
 {
     std::vector<std::pair<std::string, std::string>> env{{"KFORGE_MPI", "off"}};
     if (!std::getenv("TORCHINDUCTOR_COMPILE_THREADS")) {
-        size_t runs = std::max<size_t>(1, m_lanes.size() * static_cast<size_t>(m_config.per_gpu));
+        size_t runs = std::max<size_t>(1, m_lanes.size() * places());
         size_t threads = std::max<size_t>(1, usable_cpus() / runs);
         env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS", std::to_string(threads));
     }
@@ -274,7 +359,10 @@ Json SuiteRunner::run_record() const
                 {"host", m_config.host},
                 {"pid", static_cast<int64_t>(::getpid())},
                 {"shard", fmt::format("{}/{}", m_config.shard, m_config.shards)},
-                {"per_gpu", m_config.per_gpu},
+                {"per_gpu", m_config.per_gpu > 0 ? Json(m_config.per_gpu) : Json("auto")},
+                {"searches_per_gpu", m_config.searches_per_gpu},
+                {"runs_per_gpu", m_most_runs},
+                {"auto", m_config.per_gpu > 0 ? Json() : Json{{"runs", m_auto.runs}, {"why", m_auto.why}}},
                 {"started_at", m_started_epoch},
                 {"ended_at", m_start == Clock::time_point{} ? Json() : Json(epoch_now())},
                 {"elapsed_s", elapsed},

@@ -18,8 +18,8 @@
 
 namespace kforge {
 
-// --per-gpu's default. docs/suite.md: measured on 2 x H200 (busy 92-95%, best times as alone).
-inline constexpr int k_default_runs_per_gpu = 5;
+// The most runs --per-gpu N may put on one GPU.
+inline constexpr int k_most_runs_per_gpu = 16;
 
 struct SuiteRunRequest {
     std::vector<std::string> paths;         // problem files or folders (optional when resuming)
@@ -27,7 +27,8 @@ struct SuiteRunRequest {
     std::optional<std::pair<int, int>> shard; // (I, N) from --shard I/N; none: under mpirun or
                                               // srun each rank is a shard, else the whole suite
     std::string gpus = "all";               // --gpus: all, N or indices
-    int per_gpu = k_default_runs_per_gpu;   // runs at once on one GPU
+    int per_gpu = 0;                        // runs at once on one GPU; 0: auto (concurrency.hpp)
+    int searches_per_gpu = 0;               // runs searching at once on one GPU, in turns; 0: all
     bool retry_failed = false;              // run this shard's failed problems again
     ProgressMode progress = ProgressMode::automatic;
     bool json = false;                      // the final report as JSON

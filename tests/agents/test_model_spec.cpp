@@ -1,7 +1,10 @@
 // Model specs as users type them, and the weighted mix of models.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <map>
+#include <set>
+#include <thread>
 
 #include "agents/model_mix.hpp"
 #include "agents/model_spec.hpp"
@@ -102,4 +105,100 @@ TEST_CASE("only http(s)://host[:port][/path] is a base URL; anything after '@' t
     CHECK(check_base_url("http://10.0.0.2:8000/v1") == "");
     CHECK(check_base_url("HTTPS://[fe80::1]:443/openai/v1") == "");
     CHECK(parse_model_spec("openai:x@https://[::1]:8000/v1").base_url == "https://[::1]:8000/v1");
+}
+
+TEST_CASE("a replay spec takes a latency: fixed, a seeded range, or each record's own; malformed ones are refused",
+          "[agents][replay]")
+{
+    ModelSpec plain = parse_model_spec("replay:calls.jsonl");
+    CHECK(plain.replay_latency.kind == ReplayLatency::Kind::none);
+    CHECK(plain.label() == "replay:calls.jsonl");
+
+    ModelSpec fixed = parse_model_spec("replay:dir/calls.jsonl?latency=40s");
+    CHECK(fixed.model == "dir/calls.jsonl");
+    CHECK(fixed.replay_latency.kind == ReplayLatency::Kind::fixed);
+    CHECK(fixed.replay_latency.low_s == 40);
+    CHECK(fixed.label() == "replay:dir/calls.jsonl?latency=40s");
+    CHECK(parse_model_spec(fixed.label()).replay_latency.low_s == 40); // the label reads back
+
+    ModelSpec range = parse_model_spec("replay:replies/?latency=20s..1.5m*2");
+    CHECK(range.model == "replies/");
+    CHECK(range.weight == 2);
+    CHECK(range.replay_latency.kind == ReplayLatency::Kind::range);
+    CHECK(range.replay_latency.low_s == 20);
+    CHECK(range.replay_latency.high_s == 90);
+    CHECK(parse_model_spec("replay:a.jsonl?latency=recorded").replay_latency.kind == ReplayLatency::Kind::recorded);
+    CHECK(parse_model_spec("replay:what?.jsonl").model == "what?.jsonl"); // a '?' in a file's name stays
+
+    for (const char* bad : {"replay:a.jsonl?latency=", "replay:a.jsonl?latency=fast", "replay:a.jsonl?latency=-1s",
+                            "replay:a.jsonl?latency=90s..20s", "replay:a.jsonl?latency=2h", "replay:a.jsonl?latency=nan",
+                            "replay:a.jsonl?latency=5x", "replay:a.jsonl?latencyy=5s"}) {
+        INFO(bad);
+        try {
+            parse_model_spec(bad);
+            FAIL("accepted");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::usage);
+            CHECK_THAT(e.what(), Catch::Contains("?latency=40s"));
+        }
+    }
+}
+
+TEST_CASE("the replay provider serves a reply after its latency, calls waiting side by side, draws reproducible from "
+          "the seed",
+          "[agents][replay]")
+{
+    std::vector<LlmCallRecord> records;
+    for (int i = 0; i < 4; ++i) {
+        LlmCallRecord r;
+        r.provider = "openai";
+        r.model = "m";
+        r.status = "ok";
+        r.reply = "reply " + std::to_string(i);
+        r.latency_s = 0.1 * (i + 1);
+        records.push_back(r);
+    }
+    auto served_in = [](ReplayProvider& provider) {
+        auto start = std::chrono::steady_clock::now();
+        ChatResult result = provider.complete(ChatRequest{});
+        CHECK(result.ok());
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+
+    ReplayProvider at_once(parse_model_spec("replay:x.jsonl"), records, {});
+    CHECK(served_in(at_once) < 0.05);
+
+    ReplayProvider fixed(parse_model_spec("replay:x.jsonl?latency=0.3s"), records, {});
+    double took = served_in(fixed);
+    CHECK(took >= 0.3);
+    CHECK(took < 0.6);
+
+    // Four calls at once take one latency, not four: a server answers requests side by side.
+    ReplayProvider parallel(parse_model_spec("replay:x.jsonl?latency=0.3s"), records, {});
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i)
+        threads.emplace_back([&] { parallel.complete(ChatRequest{}); });
+    for (auto& t : threads)
+        t.join();
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 0.6);
+
+    ReplayProvider recorded(parse_model_spec("replay:x.jsonl?latency=recorded"), records, {});
+    for (size_t i = 0; i < records.size(); ++i)
+        CHECK(recorded.latency_of(i) == Approx(records[i].latency_s));
+
+    // A range: each reply's latency inside it, the same for the same seed, another for another seed.
+    ModelSpec range = parse_model_spec("replay:x.jsonl?latency=20s..90s");
+    ReplayProvider a(range, records, {}, 7), b(range, records, {}, 7), c(range, records, {}, 8);
+    bool differs = false;
+    std::set<double> seen;
+    for (size_t i = 0; i < records.size(); ++i) {
+        CHECK(a.latency_of(i) >= 20);
+        CHECK(a.latency_of(i) <= 90);
+        CHECK(a.latency_of(i) == b.latency_of(i));
+        differs = differs || a.latency_of(i) != c.latency_of(i);
+        seen.insert(a.latency_of(i));
+    }
+    CHECK(differs);
+    CHECK(seen.size() == records.size());
 }

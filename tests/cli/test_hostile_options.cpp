@@ -114,7 +114,9 @@ TEST_CASE("suite run refuses what its optimize children would refuse, before it 
         {with({"--max-cost", "1e400"}), "--max-cost '1e400': expected a number from 0 to 1000000000"},
         {with({"--time", "0"}), "--time '0': expected a positive duration"},
         {with({"--parallel", "65"}), "--parallel: expected a whole number from 1 to 64, got '65'"},
-        {with({"--per-gpu", "99999999999"}), "--per-gpu: expected a whole number from 1 to 16"},
+        {with({"--per-gpu", "99999999999"}), "--per-gpu 99999999999: expected auto or a whole number from 1 to 16"},
+        {with({"--per-gpu", "0"}), "--per-gpu 0: expected auto or a whole number from 1 to 16"},
+        {with({"--searches-per-gpu", "0"}), "--searches-per-gpu: expected a whole number from 1 to 16, got '0'"},
         {with({"--import-jobs", "-1"}), "--import-jobs: expected a whole number from 1 to 64, got '-1'"},
         // 0 imports at once never started one: a suite of PyTorch programs waited forever.
         {with({"--import-jobs", "0"}), "--import-jobs: expected a whole number from 1 to 64, got '0'"},

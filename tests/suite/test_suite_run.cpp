@@ -160,8 +160,8 @@ TEST_CASE("an imported PyTorch suite with recorded replies survives kill -9 and 
     CHECK_THAT(report.out, Catch::Contains("vs own reference (2 problems)"));
 }
 
-TEST_CASE("runs sharing a simulated GPU never measure at once, search one at a time, and its busy share is the union "
-          "of their measuring",
+TEST_CASE("runs sharing a simulated GPU in one search turn never measure at once, search one at a time, and its busy "
+          "share is the union of their measuring",
           "[cli][suite][e2e][slow]")
 {
     TempDir dir;
@@ -169,7 +169,8 @@ TEST_CASE("runs sharing a simulated GPU never measure at once, search one at a t
     // A start-up of 400 ms off the GPU (a real worker's context, a torch import) in each run's setup.
     CommandResult run = run_kforge({"suite", "run", bundled_task_spec("axpy_f32"), bundled_task_spec("transpose_f32"),
                                     bundled_task_spec("reduce_sum_f32"), "-o", root.string(), "--budget", "3",
-                                    "--per-gpu", "2", "--no-knowledge", "--progress", "lines", "--json"},
+                                    "--per-gpu", "2", "--searches-per-gpu", "1", "--no-knowledge", "--progress",
+                                    "lines", "--json"},
                                    {"KFORGE_SIMULATE_GPUS=1", "KFORGE_SIMULATE_GPU_SETUP_MS=400"});
     INFO(run.err);
     REQUIRE(run.exit_code == 0);
@@ -224,7 +225,7 @@ TEST_CASE("runs sharing a simulated GPU never measure at once, search one at a t
     for (const auto& p : m.problems)
         logs += slurp_file(root / "logs" / (p.id + ".log"));
     CHECK_THAT(logs, Catch::Contains("waiting for its search turn"));
-    CHECK_THAT(logs, Catch::Contains("--gpu-share " + (root / "gpus").string()));
+    CHECK_THAT(logs, Catch::Contains("--gpu-share " + (root / "gpus").string() + " --gpu-searches 1"));
 }
 
 TEST_CASE("two shards share one suite folder: each problem runs once and one report covers them all",
