@@ -194,8 +194,9 @@ Json compare_rows(const Json& first, const Json& row)
     int64_t same = 0, differ = 0;
     double worst = 1.0;
     std::vector<std::string> differing;
-    const Json& a = first.value("problem_results", Json::object());
-    for (const auto& [id, result] : row.value("problem_results", Json::object()).items()) {
+    Json a = first.value("problem_results", Json::object());
+    Json b = row.value("problem_results", Json::object()); // items() of a temporary would dangle
+    for (const auto& [id, result] : b.items()) {
         if (!a.contains(id))
             continue;
         const Json& other = a.at(id);
@@ -217,7 +218,7 @@ Json compare_rows(const Json& first, const Json& row)
 
 std::string fast_text(const Json& against, const char* baseline)
 {
-    if (!against.contains(baseline))
+    if (!against.contains(baseline) || against.at(baseline).value("problems", int64_t{0}) == 0)
         return "-";
     const Json& b = against.at(baseline);
     const Json& fast = b.at("fast");

@@ -20,6 +20,10 @@ RunsPerGpu estimate_runs_per_gpu(const SuiteDemand& demand, int parallel)
         out.why = fmt::format("{} before {} candidates are measured", k_prior_runs_per_gpu, k_candidates_for_estimate);
         return out;
     }
+    if (demand.models && demand.model_calls == 0) {
+        out.why = fmt::format("{} before the model's first reply", k_prior_runs_per_gpu);
+        return out;
+    }
     double latency = demand.model_calls > 0 ? demand.model_latency_s / static_cast<double>(demand.model_calls) : 0.0;
     double gpu = demand.gpu_busy_s / static_cast<double>(demand.candidates);
     double one_run = std::min(1.0, std::max(1, parallel) * gpu / (latency + gpu)); // its GPU's busy share

@@ -30,6 +30,7 @@ inline constexpr double k_target_busy = 0.9;
 
 // What the suite's runs measured so far (summed over the runs of this process, ended and running).
 struct SuiteDemand {
+    bool models = false;         // some run asks a language model (its latency is not known before its first reply)
     int64_t model_calls = 0;     // language-model calls (the builtin proposer's are not)
     double model_latency_s = 0;  // their latency, summed
     int64_t candidates = 0;      // candidates measured on a GPU
@@ -49,7 +50,7 @@ inline constexpr int64_t k_candidates_for_estimate = 4;
 
 // The runs per GPU that keep it `k_target_busy` busy, from `demand` (see above), at least 1 and at
 // most k_most_auto_runs_per_gpu; the prior while fewer than k_candidates_for_estimate candidates
-// are measured.
+// are measured, or while runs ask a model and none of its replies has come.
 RunsPerGpu estimate_runs_per_gpu(const SuiteDemand& demand, int parallel);
 
 // Device bytes one run takes on its GPU: its processes' CUDA contexts and the task's tensors at its

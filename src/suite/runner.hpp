@@ -184,6 +184,7 @@ struct SuiteRunner::Active {
     ArchiveUse now;
     uint64_t gpu_bytes = 0;  // what it is expected to take on its GPU (concurrency.hpp)
     uint64_t host_bytes = 0; // and in host memory
+    bool models = false;     // it asks a language model (replayed or not)
     uintmax_t log_offset = 0;
 };
 

@@ -163,6 +163,7 @@ bool SuiteRunner::start_run_on(Lane& lane)
         active->started = Clock::now();
         active->gpu_bytes = run_gpu_bytes(launch.torch_program, launch.task_bytes);
         active->host_bytes = run_host_bytes(launch.torch_program);
+        active->models = launch.model_label != "builtin";
         lane.runs.push_back(active.get());
         lane.use.run_started(problem.id, epoch_now());
         ++lane.problems;
@@ -189,6 +190,7 @@ void SuiteRunner::end_run(Active& active)
     m_ended.candidates += std::max<int64_t>(0, active.now.candidates - active.before.candidates);
     m_ended.gpu_busy_s += busy;
     m_ended.model_calls += std::max<int64_t>(0, active.now.model_calls - active.before.model_calls);
+    m_ended.models = m_ended.models || active.models;
     m_ended.model_latency_s += std::max(0.0, active.now.model_latency_s - active.before.model_latency_s);
     if (search > 0) {
         ++m_ended.ended_runs;
@@ -252,6 +254,7 @@ SuiteDemand SuiteRunner::demand() const
     for (const auto& active : m_active) {
         if (active->import)
             continue;
+        d.models = d.models || active->models;
         d.candidates += std::max<int64_t>(0, active->now.candidates - active->before.candidates);
         d.gpu_busy_s += std::max(0.0, active->now.busy_s - active->before.busy_s);
         d.model_calls += std::max<int64_t>(0, active->now.model_calls - active->before.model_calls);

@@ -19,6 +19,8 @@ TEST_CASE("auto's runs per GPU follow the model's latency, the GPU time per cand
     // busy, so 0.9/0.25 = 3.6 -> 4 searching, and one place more for a run starting up.
     d.candidates = 10;
     d.gpu_busy_s = 20;
+    d.models = true; // the reference and seeds are measured, but no reply has come: the latency is unknown
+    CHECK(estimate_runs_per_gpu(d, 4).runs == k_prior_runs_per_gpu);
     d.model_calls = 10;
     d.model_latency_s = 300;
     RunsPerGpu r = estimate_runs_per_gpu(d, 4);
