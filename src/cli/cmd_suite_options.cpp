@@ -214,8 +214,8 @@ void add_suite_run_options(CLI::App* cmd, SuiteRunOptions& o)
     cmd->add_flag("--no-knowledge", o.no_knowledge, "runs neither read nor write the user-level knowledge base");
     cmd->add_option("--optimize-args", o.optimize_args, "more `kforge optimize` flags for every new run, in one "
                                                          "string, e.g. \"--islands 2 --no-repair\"");
-    cmd->add_option("--import-jobs", o.import_jobs, "PyTorch programs imported at once, 1 to 64 (default: cores / 4, "
-                                                     "1 to 4)")
+    cmd->add_option("--import-jobs", o.import_jobs, "PyTorch programs imported at once, 1 to 64 (default: cores / 2, "
+                                                     "1 to 8)")
         ->check(whole_number(1, 64));
     cmd->add_option("--import-time-limit", o.import_time_limit_s, "seconds one import may take (task import's "
                                                                    "--time-limit)")

@@ -13,36 +13,32 @@ constexpr uint64_t k_gib = uint64_t{1} << 30;
 
 } // namespace
 
-RunsPerGpu estimate_runs_per_gpu(const SuiteDemand& demand, int parallel)
+RunsPerGpu estimate_runs_per_gpu(const SuiteDemand& demand)
 {
     RunsPerGpu out;
-    if (demand.candidates < k_candidates_for_estimate || demand.gpu_busy_s <= 0) {
-        out.why = fmt::format("{} before {} candidates are measured", k_prior_runs_per_gpu, k_candidates_for_estimate);
-        return out;
-    }
     if (demand.models && demand.model_calls == 0) {
-        out.why = fmt::format("{} before the model's first reply", k_prior_runs_per_gpu);
+        out.runs = k_prior_model_runs_per_gpu;
+        out.why = fmt::format("{} before the model's first reply", out.runs);
         return out;
     }
-    double latency = demand.model_calls > 0 ? demand.model_latency_s / static_cast<double>(demand.model_calls) : 0.0;
-    double gpu = demand.gpu_busy_s / static_cast<double>(demand.candidates);
-    double one_run = std::min(1.0, std::max(1, parallel) * gpu / (latency + gpu)); // its GPU's busy share
-    double searching = k_target_busy / one_run;
-    // Each run searches only part of its life; without a run that ended, one more place lets the
-    // next run start up while the others search.
-    double life = 1.0;
-    double extra = 1.0;
-    if (demand.ended_runs > 0 && demand.search_s > 0) {
-        life = (demand.startup_s + demand.search_s) / demand.search_s;
-        extra = 0.0;
+    if (demand.candidates == 0 || demand.candidate_s <= 0) {
+        out.runs = demand.models ? k_prior_model_runs_per_gpu : k_prior_runs_per_gpu;
+        out.why = fmt::format("{} before the first candidates are measured", out.runs);
+        return out;
     }
-    double wanted = std::ceil(searching * life - 1e-9) + extra;
+    out.measured = true;
+    double own_time = std::max(1.0, demand.run_s - demand.waited_s);
+    double one_run = std::min(1.0, (demand.candidate_s + demand.other_s) / own_time);
+    double wanted = std::ceil(k_target_busy / one_run - 1e-9);
     out.runs = static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(k_most_auto_runs_per_gpu)));
-    out.why = fmt::format("model {:.1f} s/call, {:.2f} GPU-s/candidate, {} call{} in flight: one search keeps the GPU "
-                          "{:.0f}% busy, so {:.1f} searching{}",
-                          latency, gpu, parallel, parallel == 1 ? "" : "s", 100 * one_run, searching,
-                          extra > 0 ? ", and one starting up"
-                                    : fmt::format(", searching {:.0f}% of a run's life", 100 / life));
+    std::string model =
+        demand.model_calls > 0
+            ? fmt::format("model {:.1f} s/call, ", demand.model_latency_s / static_cast<double>(demand.model_calls))
+            : std::string(demand.models ? "" : "no model, ");
+    out.why = fmt::format("a run keeps the GPU busy {:.1f}% of its time ({}{:.2f} GPU-s/candidate, {:.0f} GPU-s of "
+                          "set-up and baselines over {:.0f} run-seconds): {:.1f} runs for {:.0f}% busy",
+                          100 * one_run, model, demand.candidate_s / static_cast<double>(demand.candidates),
+                          demand.other_s, own_time, k_target_busy / one_run, 100 * k_target_busy);
     return out;
 }
 

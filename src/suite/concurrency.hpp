@@ -1,20 +1,23 @@
 // How many runs `kforge suite run --per-gpu auto` (the default) keeps on one GPU at once.
 //
 // Why more than one: every run on a GPU searches at once (no search turns by default), and a search
-// spends most of its time waiting for its model. With `parallel` calls in flight, a model latency L
-// and G GPU-seconds of measuring per candidate, one searching run keeps its GPU busy a share
+// spends most of its time waiting for its model: with `parallel` calls in flight, a latency L and
+// g GPU-seconds of measuring per candidate, each call slot thinks for L and then has its candidate
+// measured for g. A run also spends time starting up (its processes, torch, torch.compile, its
+// baselines), mostly off the GPU. So one run keeps its GPU busy only a share d of its life, and by
+// Little's law the GPU is busy `target` of the time with target / d runs on it.
 //
-//     d = parallel * G / (L + G)
+// d is measured, not guessed: the GPU's measuring log holds every second a run measured (its set-up
+// and baselines, and each candidate's g), and the suite knows each run's time on the GPU, so
 //
-// of the time (each of its call slots thinks L, then its candidate is measured for G), so the GPU
-// needs target / d searching runs to be busy `target` of the time. A run also spends time starting
-// up (its processes, torch, torch.compile, baselines) before it searches, so by Little's law the
-// runs on the GPU must be that many times (start-up + search) / search. Both numbers are measured
-// by the suite's own runs (their archives: calls and their latency, candidates and the GPU time
-// they took; and how long the runs that ended spent starting and searching); until the first
-// candidates are measured, a prior stands in. The result is bounded by memory: each run holds a
-// GPU worker's and, for a PyTorch program, a reference process's CUDA context plus the task's
-// tensors on the GPU, and a reference process (torch imported) in host memory.
+//     d = seconds measured / (run-seconds on the GPU - seconds waited for the measuring lock)
+//
+// (waiting for the lock is time a run would not have spent alone). The model's latency and the GPU
+// time per candidate enter through it, and are reported beside it. Until the first candidates are
+// measured and, when runs ask a model, its first reply has come, a prior stands in. The result is
+// bounded by memory: each run holds a GPU worker's and, for a PyTorch program, a reference
+// process's CUDA context plus the task's tensors on the GPU, and a reference process (torch
+// imported) in host memory (runner_lanes.cpp checks both before starting a run).
 #pragma once
 
 #include <cstdint>
@@ -22,36 +25,37 @@
 
 namespace kforge {
 
-// Most runs per GPU that auto picks, and the number before anything is measured.
+// Most runs per GPU that auto picks, and the numbers before anything is measured: a run whose
+// model answers at once (the builtin proposer, replies replayed without a latency) keeps a GPU busy
+// much of its search; one whose model thinks for 20-120 s a call, a few percent.
 inline constexpr int k_most_auto_runs_per_gpu = 16;
 inline constexpr int k_prior_runs_per_gpu = 4;
+inline constexpr int k_prior_model_runs_per_gpu = 8;
 // The busy share auto aims at while problems remain.
 inline constexpr double k_target_busy = 0.9;
 
-// What the suite's runs measured so far (summed over the runs of this process, ended and running).
+// What the suite's runs did on its GPUs so far (summed over the GPUs of this process).
 struct SuiteDemand {
-    bool models = false;         // some run asks a language model (its latency is not known before its first reply)
+    bool models = false;         // some run asks a language model (its latency is unknown before its first reply)
     int64_t model_calls = 0;     // language-model calls (the builtin proposer's are not)
     double model_latency_s = 0;  // their latency, summed
-    int64_t candidates = 0;      // candidates measured on a GPU
-    double gpu_busy_s = 0;       // the GPU time those took (measuring, lock waits excluded)
-    int ended_runs = 0;          // runs that ended, with:
-    double startup_s = 0;        //   their time from start until their search began, summed
-    double search_s = 0;         //   their search time, summed
+    int64_t candidates = 0;      // candidates measured
+    double candidate_s = 0;      // seconds measured for candidates (the measuring log's "variant" holds)
+    double other_s = 0;          // seconds measured for set-ups, baselines and program checks
+    double waited_s = 0;         // seconds waited for the measuring lock
+    double run_s = 0;            // run-seconds on the GPUs (the sum of the runs' times there)
 };
 
 struct RunsPerGpu {
     int runs = k_prior_runs_per_gpu;
-    std::string why; // "model 31.2 s/call, 1.4 GPU-s/candidate, 4 calls in flight: ..."
+    bool measured = false; // from what the runs measured (false: a prior)
+    std::string why; // "a run kept the GPU busy 6% of its time (model 30.0 s/call, 1.10 GPU-s/candidate, ...)"
 };
 
-// Candidates measured before the estimate replaces the prior.
-inline constexpr int64_t k_candidates_for_estimate = 4;
-
-// The runs per GPU that keep it `k_target_busy` busy, from `demand` (see above), at least 1 and at
-// most k_most_auto_runs_per_gpu; the prior while fewer than k_candidates_for_estimate candidates
-// are measured, or while runs ask a model and none of its replies has come.
-RunsPerGpu estimate_runs_per_gpu(const SuiteDemand& demand, int parallel);
+// The runs per GPU that keep it k_target_busy busy, from `demand` (see above), at least 1 and at
+// most k_most_auto_runs_per_gpu; the prior before any candidate is measured, or while runs ask a
+// model and none of its replies has come.
+RunsPerGpu estimate_runs_per_gpu(const SuiteDemand& demand);
 
 // Device bytes one run takes on its GPU: its processes' CUDA contexts and the task's tensors at its
 // largest shape (`task_bytes`), with the reference's copies of them for a PyTorch program.

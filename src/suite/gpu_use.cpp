@@ -43,6 +43,8 @@ void SuiteGpuUse::refresh()
             continue;
         ++m_holds;
         add_hold(hold->begin_s, hold->end_s);
+        (hold->what == "variant" ? m_candidate_hold_s : m_other_hold_s) += std::max(0.0, hold->end_s - hold->begin_s);
+        m_waited_s += std::max(0.0, hold->waited_s);
         if (hold->waited_s > 0)
             m_waits.emplace_back(hold->begin_s, hold->waited_s);
     }
@@ -101,6 +103,16 @@ double SuiteGpuUse::lock_wait_s(double from, double to) const
         if (begin >= from && begin <= to)
             waited += seconds;
     return waited;
+}
+
+double SuiteGpuUse::run_seconds(double to) const
+{
+    double total = 0;
+    for (const auto& [begin, end] : m_sessions)
+        total += end - begin;
+    for (const auto& [id, start] : m_running)
+        total += std::max(0.0, to - start);
+    return total;
 }
 
 double SuiteGpuUse::held_s(double from, double to) const

@@ -44,6 +44,13 @@ public:
     double held_s(double from, double to) const;
     // Holds read so far.
     size_t holds() const { return m_holds; }
+    // Since the start: seconds held by candidates' work ("variant" holds) and by everything else
+    // (set-up, baselines, program checks), seconds waited for the lock, and run-seconds (the sum of
+    // the runs' times on the GPU, a running one counting until `to`): suite/concurrency.hpp's inputs.
+    double candidate_hold_s() const { return m_candidate_hold_s; }
+    double other_hold_s() const { return m_other_hold_s; }
+    double waited_s() const { return m_waited_s; }
+    double run_seconds(double to) const;
 
 private:
     void add_hold(double begin, double end);
@@ -52,6 +59,9 @@ private:
     uintmax_t m_offset = 0;
     std::string m_partial;                     // a line read without its newline yet
     size_t m_holds = 0;
+    double m_candidate_hold_s = 0;
+    double m_other_hold_s = 0;
+    double m_waited_s = 0;
     std::vector<std::pair<double, double>> m_busy;       // the holds' union: sorted, disjoint
     std::vector<std::pair<double, double>> m_waits;      // (begin of a hold, seconds waited for it)
     std::vector<std::pair<double, double>> m_sessions;   // ended ones

@@ -100,9 +100,10 @@ int run_suite(const SuiteRunRequest& o)
     config.host = host_name();
     config.gpus = select_gpus(list_visible_gpus(config.kforge), parse_gpu_selection(o.gpus), config.host);
     config.retry_failed = o.retry_failed;
-    config.parallel = settings.parallel.value_or(SearchConfig{}.parallel);
     config.progress = o.progress;
-    config.import_jobs = o.import_jobs.value_or(std::clamp<size_t>(usable_cpus() / 4, 1, 4));
+    // Imports are what a suite's runs wait for first (10-40 s of CPU each on a 16-core H200 host), and
+    // runs sharing a GPU take few cores while their models think.
+    config.import_jobs = o.import_jobs.value_or(std::clamp<size_t>(usable_cpus() / 2, 1, 8));
     config.import_time_limit_s = o.import_time_limit_s;
 
     SuiteFolder folder(root, true);

@@ -203,8 +203,8 @@ void SuiteRunner::refresh_usage(bool force)
     for (auto& lane : m_lanes)
         lane.use.refresh();
     if (m_config.per_gpu == 0) {
-        RunsPerGpu chosen = estimate_runs_per_gpu(demand(), m_config.parallel);
-        if (chosen.runs != m_auto.runs || m_auto.why.empty())
+        RunsPerGpu chosen = estimate_runs_per_gpu(demand());
+        if (chosen.runs != m_auto.runs || chosen.measured != m_auto.measured || m_auto.why.empty())
             m_progress.event(fmt::format("--per-gpu auto: {} run{} per GPU ({})", chosen.runs,
                                          chosen.runs == 1 ? "" : "s", chosen.why));
         m_auto = chosen;

@@ -72,7 +72,6 @@ struct SuiteRunConfig {
     int per_gpu = 0;                 // children at once on one GPU (1: each GPU one problem at a time;
                                      // 0: auto, from what the runs measure)
     int searches_per_gpu = 0;        // runs searching at once on one GPU, in turns (0: all of them)
-    int parallel = 4;                // model calls in flight per run (the children's --parallel)
     std::string host;
     int shard = 0;                   // this process runs the problems whose index % shards == shard
     int shards = 1;
@@ -165,7 +164,7 @@ private:
     std::string m_token;               // tells this process's record in "runs" from others
     bool m_stopping = false;
     int64_t m_done_here = 0;           // problems this process settled
-    SuiteDemand m_ended;               // what the runs that ended measured (auto's input)
+    SuiteDemand m_ended;               // the calls and candidates of the runs that ended (auto's input)
     RunsPerGpu m_auto;                 // auto's last choice
     size_t m_most_runs = 0;            // the most runs a lane held at once
     std::string m_memory_note;         // the last "not starting: memory" reason said (said once)

@@ -188,15 +188,9 @@ void SuiteRunner::end_run(Active& active)
     double held = std::chrono::duration<double>(Clock::now() - active.started).count();
     lane.search_done += search;
     m_ended.candidates += std::max<int64_t>(0, active.now.candidates - active.before.candidates);
-    m_ended.gpu_busy_s += busy;
     m_ended.model_calls += std::max<int64_t>(0, active.now.model_calls - active.before.model_calls);
     m_ended.models = m_ended.models || active.models;
     m_ended.model_latency_s += std::max(0.0, active.now.model_latency_s - active.before.model_latency_s);
-    if (search > 0) {
-        ++m_ended.ended_runs;
-        m_ended.search_s += search;
-        m_ended.startup_s += std::max(0.0, held - search);
-    }
     int code = active.child.exit_code();
     ProblemState state = ProblemState::failed;
     std::string reason;
@@ -251,14 +245,22 @@ void SuiteRunner::end_run(Active& active)
 SuiteDemand SuiteRunner::demand() const
 {
     SuiteDemand d = m_ended;
+    for (const auto& model : m_manifest.settings.models)
+        d.models = d.models || model != "builtin"; // before any run starts
     for (const auto& active : m_active) {
         if (active->import)
             continue;
         d.models = d.models || active->models;
         d.candidates += std::max<int64_t>(0, active->now.candidates - active->before.candidates);
-        d.gpu_busy_s += std::max(0.0, active->now.busy_s - active->before.busy_s);
         d.model_calls += std::max<int64_t>(0, active->now.model_calls - active->before.model_calls);
         d.model_latency_s += std::max(0.0, active->now.model_latency_s - active->before.model_latency_s);
+    }
+    double now = epoch_now();
+    for (const auto& lane : m_lanes) {
+        d.candidate_s += lane.use.candidate_hold_s();
+        d.other_s += lane.use.other_hold_s();
+        d.waited_s += lane.use.waited_s();
+        d.run_s += lane.use.run_seconds(now);
     }
     return d;
 }

@@ -32,7 +32,7 @@ struct SuiteRunRequest {
     bool retry_failed = false;              // run this shard's failed problems again
     ProgressMode progress = ProgressMode::automatic;
     bool json = false;                      // the final report as JSON
-    std::optional<size_t> import_jobs;      // imports at once (default: cores / 4, 1 to 4)
+    std::optional<size_t> import_jobs;      // imports at once (default: cores / 2, 1 to 8)
     double import_time_limit_s = 600;
     // The settings this invocation names, over `stored` (the manifest's, or none for a new suite).
     // Called once before anything is written and again under the manifest's lock, where another

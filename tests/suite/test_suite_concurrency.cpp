@@ -6,52 +6,55 @@
 
 using namespace kforge;
 
-TEST_CASE("auto's runs per GPU follow the model's latency, the GPU time per candidate and the runs' start-up",
+TEST_CASE("auto's runs per GPU: a prior until candidates and replies come, then Little's law on what the runs "
+          "measured",
           "[suite]")
 {
     SuiteDemand d;
-    CHECK(estimate_runs_per_gpu(d, 4).runs == k_prior_runs_per_gpu); // nothing measured yet
+    CHECK(estimate_runs_per_gpu(d).runs == k_prior_runs_per_gpu); // nothing measured yet
+    d.models = true;
+    CHECK(estimate_runs_per_gpu(d).runs == k_prior_model_runs_per_gpu);
+    // The reference and seeds are measured, but no reply has come: the model's latency is unknown.
     d.candidates = 3;
-    d.gpu_busy_s = 6;
-    CHECK(estimate_runs_per_gpu(d, 4).runs == k_prior_runs_per_gpu); // too little measured
+    d.candidate_s = 3;
+    d.other_s = 6;
+    d.run_s = 100;
+    RunsPerGpu r = estimate_runs_per_gpu(d);
+    CHECK(r.runs == k_prior_model_runs_per_gpu);
+    CHECK(r.why == "8 before the model's first reply");
 
-    // 30 s a call, 2 GPU-s a candidate, 4 calls in flight: one search keeps the GPU 4*2/32 = 25%
-    // busy, so 0.9/0.25 = 3.6 -> 4 searching, and one place more for a run starting up.
-    d.candidates = 10;
-    d.gpu_busy_s = 20;
-    d.models = true; // the reference and seeds are measured, but no reply has come: the latency is unknown
-    CHECK(estimate_runs_per_gpu(d, 4).runs == k_prior_runs_per_gpu);
-    d.model_calls = 10;
-    d.model_latency_s = 300;
-    RunsPerGpu r = estimate_runs_per_gpu(d, 4);
-    CHECK(r.runs == 5);
-    CHECK(r.why.find("30.0 s/call") != std::string::npos);
+    // 20 candidates at 1 GPU-s and 20 GPU-s of set-ups over 400 run-seconds: a run keeps the GPU
+    // 10% busy, so nine runs keep it 90% busy.
+    d.model_calls = 20;
+    d.model_latency_s = 600;
+    d.candidates = 20;
+    d.candidate_s = 20;
+    d.other_s = 20;
+    d.run_s = 400;
+    r = estimate_runs_per_gpu(d);
+    CHECK(r.runs == 9);
+    CHECK(r.why.find("model 30.0 s/call, 1.00 GPU-s/candidate") != std::string::npos);
 
-    // Once runs have ended: they spent a third of their lives starting up, so 3.6 * 1.5 = 5.4 -> 6.
-    d.ended_runs = 2;
-    d.startup_s = 60;
-    d.search_s = 120;
-    CHECK(estimate_runs_per_gpu(d, 4).runs == 6);
+    // Time waited for the measuring lock is not a run's own: the same work in less own time.
+    d.waited_s = 200;
+    CHECK(estimate_runs_per_gpu(d).runs == 5);
+    d.waited_s = 0;
 
-    // A slower model needs more runs; more calls in flight per run, fewer.
-    d.model_latency_s = 900; // 90 s a call
-    int slow = estimate_runs_per_gpu(d, 4).runs;
-    CHECK(slow > 6);
-    CHECK(estimate_runs_per_gpu(d, 16).runs < slow);
-
-    // No model (the builtin proposer answers at once): one search keeps the GPU busy; the start-ups
-    // still call for another run beside it.
+    // Slower replies stretch the runs' time for the same GPU work: more runs.
+    d.run_s = 1600;
+    CHECK(estimate_runs_per_gpu(d).runs == k_most_auto_runs_per_gpu);
+    // A model that answers at once: a run keeps the GPU busy by itself.
     SuiteDemand builtin;
     builtin.candidates = 50;
-    builtin.gpu_busy_s = 50;
-    builtin.ended_runs = 1;
-    builtin.startup_s = 30;
-    builtin.search_s = 30;
-    CHECK(estimate_runs_per_gpu(builtin, 4).runs == 2);
-
-    // Never past the most.
-    d.model_latency_s = 1e6;
-    CHECK(estimate_runs_per_gpu(d, 1).runs == k_most_auto_runs_per_gpu);
+    builtin.candidate_s = 40;
+    builtin.other_s = 5;
+    builtin.run_s = 50;
+    r = estimate_runs_per_gpu(builtin);
+    CHECK(r.runs == 1);
+    CHECK(r.why.find("no model") != std::string::npos);
+    // And one whose start-up is mostly off the GPU needs a second beside it.
+    builtin.run_s = 90;
+    CHECK(estimate_runs_per_gpu(builtin).runs == 2);
 }
 
 TEST_CASE("a run's memory estimate grows with its task's tensors and with a PyTorch reference process", "[suite]")

@@ -158,11 +158,11 @@ TEST_CASE("--per-gpu auto starts with its prior, then sizes the GPU's runs from 
     REQUIRE(run.exit_code == 0);
     Json record = Json::parse(run.out).at("run");
     CHECK(record.at("per_gpu") == "auto");
-    // Replies take 1 s and a candidate a fraction of a second of GPU: one search keeps the GPU a
-    // small share busy, so auto wants more runs than its prior of 4 (all six problems at once).
-    CHECK_THAT(run.err, Catch::Contains("--per-gpu auto: 4 runs per GPU (4 before 4 candidates are measured)"));
-    CHECK_THAT(run.err, Catch::Contains("s/call"));
-    CHECK(record.at("auto").at("runs").get<int>() > 4);
-    CHECK(record.at("runs_per_gpu").get<int>() > 4);
+    // Until the first reply, the prior for runs that ask a model; then, replies taking 1 s and a
+    // candidate a fraction of a second of GPU, a run keeps the GPU a small share busy, so auto wants
+    // more runs than the prior (all six problems at once).
+    CHECK_THAT(run.err, Catch::Contains("--per-gpu auto: 8 runs per GPU (8 before the model's first reply)"));
+    CHECK_THAT(run.err, Catch::Contains("model 1.0 s/call"));
+    CHECK(record.at("runs_per_gpu").get<int>() == 6);
     CHECK(suite_count(*suite_manifest_now(root), ProblemState::finished) == 6);
 }
