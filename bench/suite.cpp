@@ -28,6 +28,7 @@
 #include "bench/bench.hpp"
 #include "evaluator/gpu_devices.hpp"
 #include "evaluator/worker/gpu_share.hpp"
+#include "suite/gpu_use.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
@@ -96,19 +97,32 @@ SuiteInputs prepare_inputs(const BenchOptions& options, const SuiteBenchSettings
     return in;
 }
 
-// Every hold of the measuring locks of the suite's GPUs: seconds measured.
-double measured_seconds(const fs::path& suite)
+// The holds of the measuring locks of the suite's GPUs: seconds measured in all, and the GPUs' busy
+// share over [from, to] (the union of each GPU's holds, averaged over the GPUs).
+struct Measured {
+    double total_s = 0;
+    double busy_share = 0;
+};
+Measured measured(const fs::path& suite, double from, double to)
 {
-    double total = 0;
+    Measured m;
+    int gpus = 0;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(suite / "gpus", ec)) {
         if (entry.path().extension() != ".measuring")
             continue;
+        std::vector<std::pair<double, double>> holds;
         for (const auto& line : split(read_file(entry.path()), '\n'))
-            if (auto hold = parse_measuring_hold(line))
-                total += std::max(0.0, hold->end_s - hold->begin_s);
+            if (auto hold = parse_measuring_hold(line)) {
+                m.total_s += std::max(0.0, hold->end_s - hold->begin_s);
+                holds.emplace_back(hold->begin_s, hold->end_s);
+            }
+        ++gpus;
+        if (to > from)
+            m.busy_share += covered_seconds(holds, from, to) / (to - from);
     }
-    return total;
+    m.busy_share /= std::max(1, gpus);
+    return m;
 }
 
 std::vector<std::string> mode_flags(const std::string& mode)
@@ -160,9 +174,11 @@ Json run_suite_once(const BenchOptions& options, const SuiteBenchSettings& setti
     row["finished"] = finished;
     row["correct"] = summary.at("correct");
     row["problems_per_hour"] = wall > 0 ? 3600.0 * static_cast<double>(finished) / wall : 0.0;
-    row["measured_s_per_problem"] = finished > 0 ? measured_seconds(root) / static_cast<double>(finished) : 0.0;
-    row["against"] = summary.at("against");
     const Json& record = out.at("run");
+    Measured holds = measured(root, record.value("started_at", 0.0), record.value("ended_at", 0.0));
+    row["measured_s_per_problem"] = finished > 0 ? holds.total_s / static_cast<double>(finished) : 0.0;
+    row["busy_whole_run"] = holds.busy_share;
+    row["against"] = summary.at("against");
     row["runs_per_gpu"] = record.value("runs_per_gpu", Json());
     row["auto"] = record.value("auto", Json());
     Json per_gpu = Json::array();
@@ -278,25 +294,25 @@ std::string suite_markdown(const Json& suite)
         "union of its runs' measuring) and held (some run had it). Measured: every hold of the measuring lock "
         "(set-up, baselines, candidates) per finished problem. Speedup: problems per hour over the first row.\n\n"
         "| GPUs | mode | runs/GPU | finished | correct | wall | problems / hour | speedup | GPU busy | GPU held | "
-        "GPU-s measured / problem |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n",
+        "busy, whole run | GPU-s measured / problem |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|\n",
         suite.at("problems").get<size_t>(), suite.value("model", std::string("builtin")),
         latency.empty() ? "" : ", replies served after " + latency, suite.at("device").get<std::string>(),
         suite.at("gpus_visible").get<int>(), suite.at("gpus_visible").get<int>() == 1 ? "" : "s");
     for (const auto& row : suite.at("rows")) {
         if (row.contains("error")) {
-            md += fmt::format("| {} | {} | - | - | - | - | - | - | {} | | |\n", row.at("gpus").get<int>(),
+            md += fmt::format("| {} | {} | - | - | - | - | - | - | {} | | | |\n", row.at("gpus").get<int>(),
                               row.value("mode", std::string()), row.at("error").get<std::string>());
             continue;
         }
-        md += fmt::format("| {} | {} | {} | {}/{} | {} | {:.0f} s | **{:.1f}** | {} | {} | {} | {:.1f} |\n",
+        md += fmt::format("| {} | {} | {} | {}/{} | {} | {:.0f} s | **{:.1f}** | {} | {} | {} | {:.0f}% | {:.1f} |\n",
                           row.at("gpus").get<int>(), row.value("mode", std::string()),
                           row.value("runs_per_gpu", Json()).is_number() ? row.at("runs_per_gpu").dump() : "-",
                           row.at("finished").get<int64_t>(), row.at("problems").get<int64_t>(),
                           row.at("correct").get<int64_t>(), row.at("wall_s").get<double>(),
                           row.at("problems_per_hour").get<double>(),
                           row.at("speedup").is_null() ? "-" : fmt::format("{:.2f}x", row.at("speedup").get<double>()),
-                          share_text(row, "busy"), share_text(row, "held"),
+                          share_text(row, "busy"), share_text(row, "held"), 100 * row.value("busy_whole_run", 0.0),
                           row.value("measured_s_per_problem", 0.0));
     }
     md += "\nfast_0 / fast_1 / fast_1.5 of each row (and the geometric-mean speedup), against each baseline; and "

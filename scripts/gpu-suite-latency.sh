@@ -8,7 +8,7 @@
 #         GPU time per candidate);
 #   old:  --per-gpu 5 --searches-per-gpu 1 (one search per GPU at a time), on the first
 #         KF_OLD_PROBLEMS problems (default 5).
-# Each invocation is stopped by SIGINT to its suite after KF_AUTO_S / KF_OLD_S seconds (defaults 300
+# KF_SKIP_OLD=1 leaves the old mode out. Each invocation is stopped by SIGINT to its suite after KF_AUTO_S / KF_OLD_S seconds (defaults 300
 # and 200), which still prints its table. $OUT/suite-latency.tgz holds the results (.md, .json, logs).
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
@@ -40,9 +40,9 @@ bench() {
 }
 SECONDS=0
 bench auto "${KF_AUTO_S:-300}"
-bench old "${KF_OLD_S:-200}" --old-problems "${KF_OLD_PROBLEMS:-5}"
+[ -n "${KF_SKIP_OLD:-}" ] || bench old "${KF_OLD_S:-200}" --old-problems "${KF_OLD_PROBLEMS:-5}"
 cp "$work"/archives-*/suite-bench.json "$work/results/" 2>/dev/null
 for m in auto old; do cp "$work/archives-$m/suite-bench.json" "$work/results/suite-$m.json" 2>/dev/null; done
 (cd "$work" && tar czf "$out/suite-latency.tgz" results archives-*/*/suite.json archives-*/*/logs archives-*/*.log \
     archives-*/*/gpus 2>/dev/null)
-cat "$work/results/suite-auto.md" "$work/results/suite-old.md"
+cat "$work/results/suite-auto.md" "$work/results/suite-old.md" 2>/dev/null

@@ -29,16 +29,16 @@ RunsPerGpu estimate_runs_per_gpu(const SuiteDemand& demand)
     out.measured = true;
     double own_time = std::max(1.0, demand.run_s - demand.waited_s);
     double one_run = std::min(1.0, (demand.candidate_s + demand.other_s) / own_time);
-    double wanted = std::ceil(k_target_busy / one_run - 1e-9);
+    double wanted = std::ceil(k_offered_load / one_run - 1e-9);
     out.runs = static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(k_most_auto_runs_per_gpu)));
     std::string model =
         demand.model_calls > 0
             ? fmt::format("model {:.1f} s/call, ", demand.model_latency_s / static_cast<double>(demand.model_calls))
             : std::string(demand.models ? "" : "no model, ");
     out.why = fmt::format("a run keeps the GPU busy {:.1f}% of its time ({}{:.2f} GPU-s/candidate, {:.0f} GPU-s of "
-                          "set-up and baselines over {:.0f} run-seconds): {:.1f} runs for {:.0f}% busy",
+                          "set-up and baselines over {:.0f} run-seconds): {:.1f} runs offer it {:.1f} times what it serves",
                           100 * one_run, model, demand.candidate_s / static_cast<double>(demand.candidates),
-                          demand.other_s, own_time, k_target_busy / one_run, 100 * k_target_busy);
+                          demand.other_s, own_time, k_offered_load / one_run, k_offered_load);
     return out;
 }
 

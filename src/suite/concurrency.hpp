@@ -5,7 +5,12 @@
 // g GPU-seconds of measuring per candidate, each call slot thinks for L and then has its candidate
 // measured for g. A run also spends time starting up (its processes, torch, torch.compile, its
 // baselines), mostly off the GPU. So one run keeps its GPU busy only a share d of its life, and by
-// Little's law the GPU is busy `target` of the time with target / d runs on it.
+// Little's law the GPU would be busy S * d of the time with S runs on it. That is a bound: the runs
+// form a closed system (a run waiting for the GPU does not start its next call meanwhile), and their
+// GPU work comes in bursts (a round of replies arrives at once), so at an offered load S * d of 1 the
+// GPU is measured well short of busy (on one H200, 30 s replies: ten runs at d = 9% kept it 77% busy
+// after the start). auto offers k_offered_load, past what the GPU can serve, so that a queue
+// usually waits for it; the waits cost a run none of its --time.
 //
 // d is measured, not guessed: the GPU's measuring log holds every second a run measured (its set-up
 // and baselines, and each candidate's g), and the suite knows each run's time on the GPU, so
@@ -31,8 +36,8 @@ namespace kforge {
 inline constexpr int k_most_auto_runs_per_gpu = 16;
 inline constexpr int k_prior_runs_per_gpu = 4;
 inline constexpr int k_prior_model_runs_per_gpu = 8;
-// The busy share auto aims at while problems remain.
-inline constexpr double k_target_busy = 0.9;
+// The load auto offers a GPU: S = ceil(k_offered_load / d).
+inline constexpr double k_offered_load = 1.4;
 
 // What the suite's runs did on its GPUs so far (summed over the GPUs of this process).
 struct SuiteDemand {
@@ -52,7 +57,7 @@ struct RunsPerGpu {
     std::string why; // "a run kept the GPU busy 6% of its time (model 30.0 s/call, 1.10 GPU-s/candidate, ...)"
 };
 
-// The runs per GPU that keep it k_target_busy busy, from `demand` (see above), at least 1 and at
+// The runs per GPU that offer it k_offered_load, from `demand` (see above), at least 1 and at
 // most k_most_auto_runs_per_gpu; the prior before any candidate is measured, or while runs ask a
 // model and none of its replies has come.
 RunsPerGpu estimate_runs_per_gpu(const SuiteDemand& demand);

@@ -24,7 +24,7 @@ TEST_CASE("auto's runs per GPU: a prior until candidates and replies come, then 
     CHECK(r.why == "8 before the model's first reply");
 
     // 20 candidates at 1 GPU-s and 20 GPU-s of set-ups over 400 run-seconds: a run keeps the GPU
-    // 10% busy, so nine runs keep it 90% busy.
+    // 10% busy, so fourteen runs offer it 1.4 times what it can serve.
     d.model_calls = 20;
     d.model_latency_s = 600;
     d.candidates = 20;
@@ -32,29 +32,29 @@ TEST_CASE("auto's runs per GPU: a prior until candidates and replies come, then 
     d.other_s = 20;
     d.run_s = 400;
     r = estimate_runs_per_gpu(d);
-    CHECK(r.runs == 9);
+    CHECK(r.runs == 14);
     CHECK(r.why.find("model 30.0 s/call, 1.00 GPU-s/candidate") != std::string::npos);
 
     // Time waited for the measuring lock is not a run's own: the same work in less own time.
     d.waited_s = 200;
-    CHECK(estimate_runs_per_gpu(d).runs == 5);
+    CHECK(estimate_runs_per_gpu(d).runs == 7);
     d.waited_s = 0;
 
     // Slower replies stretch the runs' time for the same GPU work: more runs.
     d.run_s = 1600;
     CHECK(estimate_runs_per_gpu(d).runs == k_most_auto_runs_per_gpu);
-    // A model that answers at once: a run keeps the GPU busy by itself.
+    // A model that answers at once: a run keeps the GPU busy 90% by itself, and a second queues behind it.
     SuiteDemand builtin;
     builtin.candidates = 50;
     builtin.candidate_s = 40;
     builtin.other_s = 5;
     builtin.run_s = 50;
     r = estimate_runs_per_gpu(builtin);
-    CHECK(r.runs == 1);
+    CHECK(r.runs == 2);
     CHECK(r.why.find("no model") != std::string::npos);
-    // And one whose start-up is mostly off the GPU needs a second beside it.
+    // And one whose start-up is mostly off the GPU needs more beside it.
     builtin.run_s = 90;
-    CHECK(estimate_runs_per_gpu(builtin).runs == 2);
+    CHECK(estimate_runs_per_gpu(builtin).runs == 3);
 }
 
 TEST_CASE("a run's memory estimate grows with its task's tensors and with a PyTorch reference process", "[suite]")
