@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "suite/problems.hpp"
 #include "suite/results.hpp"
 #include "util/error.hpp"
+#include "util/host_resources.hpp"
 #include "util/interrupt.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
@@ -299,6 +301,18 @@ bool SuiteRunner::may_start(const SuiteProblem& problem) const
     return !std::any_of(m_active.begin(), m_active.end(), [&](const auto& a) { return a->id == problem.id && !a->import; });
 }
 
+// An import's environment: no MPI, and its share of the cores for torch's CPU threads (unless set):
+// torch starts a thread per core in each process, so eight imports at once on a 16-core host would
+// run 128 threads beside the runs' own.
+std::vector<std::pair<std::string, std::string>> SuiteRunner::import_environment() const
+{
+    std::vector<std::pair<std::string, std::string>> env{{"KFORGE_MPI", "off"}};
+    if (!std::getenv("OMP_NUM_THREADS"))
+        env.emplace_back("OMP_NUM_THREADS",
+                         std::to_string(std::max<size_t>(1, usable_cpus() / std::max<size_t>(1, m_config.import_jobs))));
+    return env;
+}
+
 void SuiteRunner::start_import(const SuiteProblem& problem, FileLock claim)
 {
     fs::path spec = m_folder.resolve(problem.spec);
@@ -316,7 +330,7 @@ void SuiteRunner::start_import(const SuiteProblem& problem, FileLock claim)
     active->claim = std::move(claim);
     active->log_offset = file_size_or_zero(log);
     try {
-        active->child = ChildProcess::start(ChildSpec{m_config.kforge, args, {{"KFORGE_MPI", "off"}}, log, log});
+        active->child = ChildProcess::start(ChildSpec{m_config.kforge, args, import_environment(), log, log});
     } catch (const Error& e) {
         settle(problem.id, ProblemState::failed, e.what(), false);
         return;

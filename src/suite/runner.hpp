@@ -126,6 +126,7 @@ private:
     bool is_active(const std::string& id) const;
     bool may_start(const SuiteProblem& problem) const;
     void start_import(const SuiteProblem& problem, FileLock claim);
+    std::vector<std::pair<std::string, std::string>> import_environment() const;
     void end_import(Active& active);
     // Records an outcome decided without a child (finished, skipped or failed at planning).
     // `id` by value: it is often read from the manifest, which this replaces.

@@ -21,7 +21,7 @@ TEST_CASE("auto's runs per GPU: a prior until candidates and replies come, then 
     d.run_s = 100;
     RunsPerGpu r = estimate_runs_per_gpu(d);
     CHECK(r.runs == k_prior_model_runs_per_gpu);
-    CHECK(r.why == "8 before the model's first reply");
+    CHECK(r.why == "16 before the model's first reply");
 
     // 20 candidates at 1 GPU-s and 20 GPU-s of set-ups over 400 run-seconds: a run keeps the GPU
     // 10% busy, so fourteen runs offer it 1.4 times what it can serve.

@@ -161,7 +161,7 @@ TEST_CASE("--per-gpu auto starts with its prior, then sizes the GPU's runs from 
     // Until the first reply, the prior for runs that ask a model; then, replies taking 1 s and a
     // candidate a fraction of a second of GPU, a run keeps the GPU a small share busy, so auto wants
     // more runs than the prior (all six problems at once).
-    CHECK_THAT(run.err, Catch::Contains("--per-gpu auto: 8 runs per GPU (8 before the model's first reply)"));
+    CHECK_THAT(run.err, Catch::Contains("--per-gpu auto: 16 runs per GPU (16 before the model's first reply)"));
     CHECK_THAT(run.err, Catch::Contains("model 1.0 s/call"));
     CHECK(record.at("runs_per_gpu").get<int>() == 6);
     CHECK(suite_count(*suite_manifest_now(root), ProblemState::finished) == 6);
