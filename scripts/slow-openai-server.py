@@ -7,6 +7,10 @@ late and out of order (issue 35: four identical replies arriving newest first le
 waiting for ever). Runs with the standard library alone, so it works on the GPU machines too.
 
     scripts/slow-openai-server.py --reply REPLY.md [--delay 10] [--jitter 2] [--port 0] [--port-file F]
+    scripts/slow-openai-server.py --reply REPLY.md --latency 20s..90s
+
+--latency takes what `--model replay:FILE?latency=...` takes (40s, 1.5m, 20s..90s) and sets --delay
+and --jitter from it (a range: the delay is its start, the jitter its width).
 
 --reply holds the assistant's message (text with a ```cuda block). Each request waits --delay
 seconds plus a uniform draw of up to --jitter (seeded by the request's number, so two runs agree),
@@ -27,9 +31,25 @@ def main():
     parser.add_argument("--reply", required=True, help="file with the assistant message to send")
     parser.add_argument("--delay", type=float, default=10.0, help="seconds before each answer")
     parser.add_argument("--jitter", type=float, default=2.0, help="up to this many seconds more, per request")
+    parser.add_argument("--latency", help="40s, 1.5m or 20s..90s (as replay's ?latency=); overrides --delay/--jitter")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file", help="write the port here once listening")
     args = parser.parse_args()
+    if args.latency:
+        def seconds(text):
+            unit = 60.0 if text.endswith("m") else 1.0
+            value = float(text[:-1] if text[-1:] in "sm" else text)
+            if not (0 <= value * unit <= 3600):
+                parser.error(f"--latency {args.latency}: each end from 0 to 3600 s")
+            return value * unit
+        try:
+            low, _, high = args.latency.partition("..")
+            args.delay = seconds(low)
+            args.jitter = (seconds(high) if high else args.delay) - args.delay
+        except ValueError:
+            parser.error(f"--latency {args.latency}: expected 40s, 1.5m or 20s..90s")
+        if args.jitter < 0:
+            parser.error(f"--latency {args.latency}: the range ends below its start")
     reply = open(args.reply, encoding="utf-8").read()
     counter = {"n": 0}
     lock = threading.Lock()
