@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 19's bench figures: `kforge_bench suite` on a GPU machine (carried build, scripts/pack-gpu.sh):
 # problems per hour of `kforge suite run` over the twelve bundled tasks (builtin proposer) with 1 and
-# 2 GPUs (every count up to what nvidia-smi lists, KF_SUITE_GPUS to choose) and --per-gpu 1 and 5,
-# --time KF_SUITE_TIME (default 10s) per problem. About 8 minutes on 2 GPUs with the defaults.
+# 2 GPUs (every count up to what nvidia-smi lists, KF_SUITE_GPUS to choose) and the modes --per-gpu 1, old (5 runs,
+# one searching) and auto,
+# --time KF_SUITE_TIME (default 10s) per problem. About 12 minutes on 2 GPUs with the defaults.
 # $OUT/suite-bench.tgz holds the bench's .md/.json (bench/results format: commit them) and every
 # suite folder's logs; the table is printed last.
 set -uo pipefail
@@ -10,16 +11,13 @@ source "$(dirname "$0")/gpu-env.sh"
 out="${OUT:-/tmp/kforge-suite-bench}"
 work=/tmp/kforge-suite-bench-work
 rm -rf "$work" && mkdir -p "$work/results" "$out"
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-counts=""
-for n in 1 2 4 8; do [ "$n" -le "${gpus:-0}" ] && counts="$counts $n"; done
-counts="${KF_SUITE_GPUS:-${counts# }}"
+counts=$(suite_gpu_counts)
 nvidia-smi --query-gpu=index,name --format=csv,noheader
-echo "gpu-suite-bench: GPU counts $counts, --per-gpu 1 and 5, --time ${KF_SUITE_TIME:-10s} per problem"
+echo "gpu-suite-bench: GPU counts $counts, modes 1, old and auto, --time ${KF_SUITE_TIME:-10s} per problem"
 cd "$here"
 # shellcheck disable=SC2086
 timeout -k 10 "${KF_SUITE_DEADLINE:-540}" "$here/.gpu/kforge_bench" --kforge "$KF" suite --gpu-counts $counts \
-    --per-gpu 1 5 --suite-time "${KF_SUITE_TIME:-10s}" --archives "$work/archives" \
+    --modes 1 old auto --suite-time "${KF_SUITE_TIME:-10s}" --archives "$work/archives" \
     >"$work/results/suite.md" 2>"$work/results/bench.log"
 echo "kforge_bench suite rc=$?"
 (cd "$work" && tar czf "$out/suite-bench.tgz" results archives/*/suite.json archives/*/logs 2>/dev/null)

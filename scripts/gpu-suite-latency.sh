@@ -15,10 +15,7 @@ source "$(dirname "$0")/gpu-env.sh"
 out="${OUT:-/tmp/kforge-suite-latency}"
 work=/tmp/kforge-suite-latency-work
 rm -rf "$work" && mkdir -p "$work/results" "$out"
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-counts=""
-for n in 1 2 4 8; do [ "$n" -le "${gpus:-0}" ] && counts="$counts $n"; done
-counts="${KF_SUITE_GPUS:-${counts# }}"
+counts=$(suite_gpu_counts)
 nvidia-smi --query-gpu=index,name --format=csv,noheader
 cd "$here"
 fx=tests/fixtures

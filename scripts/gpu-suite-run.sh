@@ -6,9 +6,9 @@
 # with --time 20s, on every GPU of the machine.
 #
 # Two suites of the same problems, each in a fresh folder:
-#   1. shared:   --per-gpu KF_SUITE_PER_GPU (default 5) runs at once on each GPU: the next problems
-#                start up (torch import, compiles, baselines) while one searches; every piece of
-#                GPU work holds the GPU's measuring lock (docs/suite.md, "Several runs per GPU")
+#   1. shared:   --per-gpu KF_SUITE_PER_GPU (default 5) runs at once on each GPU, all searching
+#                while others start up (torch import, compiles, baselines); every piece of GPU work
+#                holds the GPU's measuring lock (docs/suite.md, "Several runs per GPU")
 #   2. alone:    --per-gpu 1, as before sharing existed (skip with KF_SUITE_COMPARE=0)
 # Printed last, for each: the suite table (`kforge suite report`), then per GPU its shares of the
 # time from the start until it found no problem left to start: busy (the union of its runs' holds
