@@ -57,6 +57,7 @@ Json LoopState::to_json() const
                 {"held_out", held},
                 {"lessons_requested", lessons_requested},
                 {"plans_scheduled", plans_scheduled},
+                {"searched_s", searched_s ? Json(*searched_s) : Json()},
                 {"pending", items_json(pending)},
                 {"stop", stop_reason_name(stop)}};
 }
@@ -86,6 +87,8 @@ LoopState LoopState::from_json(const Json& json, int islands, std::string_view w
     if (reader.has("best_id") && !reader.at("best_id").json().is_null())
         state.best_id = reader.at("best_id").as_int();
     state.best_fitness = reader.get_number("best_fitness", 0);
+    if (reader.has("searched_s") && !reader.at("searched_s").json().is_null())
+        state.searched_s = std::max(0.0, reader.at("searched_s").as_number());
     state.island_best.assign(static_cast<size_t>(islands), 0.0);
     if (reader.has("island_best")) {
         auto values = reader.at("island_best").items();

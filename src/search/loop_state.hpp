@@ -57,6 +57,9 @@ struct LoopState {
     int64_t plans_scheduled = 0;        // two-phase items scheduled (the first few see schedules)
     std::vector<WorkItem> pending;      // scheduled, not recorded, in seq order
     StopReason stop = StopReason::none; // why the last session stopped
+    // Search seconds of every session so far, each its time less its waits for a shared GPU's
+    // measuring lock (what --time counts); nullopt in states saved before it was kept.
+    std::optional<double> searched_s;
 
     Json to_json() const;
     // Reads what to_json() wrote. Throws Error(bad_input) naming `what`.

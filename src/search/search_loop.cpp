@@ -142,6 +142,11 @@ void SearchLoop::restore(const Json& saved)
 {
     std::string label = m_archive.path().string() + ": search state";
     m_state = LoopState::from_json(saved, m_config.islands, label);
+    // A state saved before search seconds were kept: the sessions' GPU time stands in (waits included).
+    m_searched_before = m_state.searched_s.value_or(0);
+    if (!m_state.searched_s)
+        for (const auto& gpu : m_archive.gpu_totals())
+            m_searched_before = std::max(m_searched_before, gpu.usage.wall_s);
     m_grids.assign(static_cast<size_t>(m_config.islands), IslandGrid());
     for (const auto& elite : m_archive.elites()) {
         if (elite.island < 0 || elite.island >= m_config.islands)

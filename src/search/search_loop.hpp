@@ -184,6 +184,7 @@ private:
     std::vector<Measurement> m_baselines;
     std::map<VerdictKind, int64_t> m_verdicts;
     std::chrono::steady_clock::time_point m_started;
+    double m_searched_before = 0; // search seconds of the sessions before this one (LoopState::searched_s)
     std::optional<std::chrono::steady_clock::time_point> m_interrupt_deadline;
     StopReason m_stop = StopReason::none;
     SearchOutcome m_outcome;

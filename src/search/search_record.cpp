@@ -463,6 +463,7 @@ Evaluation SearchLoop::merged_evaluation(const Flight& flight) const
 
 void SearchLoop::save_state()
 {
+    m_state.searched_s = m_searched_before + search_s();
     m_state.pending.clear();
     for (const auto& [seq, flight] : m_flights)
         m_state.pending.push_back(flight.item);

@@ -29,7 +29,8 @@ struct RunUse {
     int64_t candidates = 0;
     bool pending = false;   // work scheduled and not recorded (resume starts it again)
     int64_t calls = 0;
-    double search_s = 0;    // the longest GPU wall time: the search's time over its sessions
+    double search_s = 0;    // what --time counted over its sessions (LoopState::searched_s; in older
+                            // archives the longest GPU wall time, lock waits included)
 };
 
 std::vector<std::string> reply_lines(const fs::path& file)
@@ -229,10 +230,13 @@ ProblemLaunch plan_launch(const SuiteFolder& folder, const SuiteProblem& problem
                     if (loop.stop != StopReason::none)
                         stopped = describe_stop(loop.stop, config.search.budgets);
                     used.pending = !loop.pending.empty();
+                    used.search_s = loop.searched_s.value_or(-1);
                 }
                 used.calls = archive.llm_usage_total().calls;
-                for (const auto& gpu : archive.gpu_totals())
-                    used.search_s = std::max(used.search_s, gpu.usage.wall_s);
+                if (used.search_s < 0 || !saved)
+                    for (const auto& gpu : archive.gpu_totals())
+                        used.search_s = std::max(used.search_s, gpu.usage.wall_s);
+                used.search_s = std::max(0.0, used.search_s);
                 if (!models.replay_file.empty())
                     rest = unserved_replies(models.replay_file, archive);
             });

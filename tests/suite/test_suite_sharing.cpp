@@ -7,6 +7,7 @@
 #include <set>
 
 #include "archive/archive.hpp"
+#include "search/loop_state.hpp"
 #include "evaluator/worker/gpu_share.hpp"
 #include "suite/suite_checks.hpp"
 #include "test_support.hpp"
@@ -21,6 +22,7 @@ namespace fs = std::filesystem;
 
 struct RunFigures {
     std::string stop;
+    std::optional<double> searched_s; // what the archive's saved state says --time counted
     double elapsed_s = 0;
     double search_s = 0;
     double lock_wait_s = 0;
@@ -39,6 +41,8 @@ RunFigures run_figures(const fs::path& root, const std::string& id)
     for (const auto& gpu : summary.at("gpus"))
         f.lock_wait_s += gpu.at("lock_wait_s").get<double>();
     Archive archive = Archive::open(root / "runs" / (id + ".kforge"), OpenMode::read_only);
+    if (auto state = archive.search_state(k_loop_state_key))
+        f.searched_s = state->at("searched_s").get<double>();
     archive.for_each_llm_call(CallText::omit, [&](const LlmCallRecord& call) {
         if (call.provider != "builtin")
             f.calls.emplace_back(call.started_at, call.started_at + call.latency_s);
@@ -100,6 +104,9 @@ TEST_CASE("searches share a simulated GPU while their replies wait: calls overla
                 << " s; alone: search " << by_itself.search_s << " s");
         CHECK(f.stop == "time");
         CHECK(f.search_s == Approx(f.elapsed_s - f.lock_wait_s).margin(0.05));
+        // Kept in the archive, so that a resumed problem is given what is left of its own time.
+        REQUIRE(f.searched_s);
+        CHECK(*f.searched_s == Approx(f.search_s).margin(0.25));
         CHECK(f.search_s >= 5.0);
         CHECK(std::abs(f.search_s - by_itself.search_s) < 2.5);
         waited += f.lock_wait_s;
