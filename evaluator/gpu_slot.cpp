@@ -84,8 +84,8 @@ void GpuSlot::take_search_turn()
         if (m_search_turn.held())
             break;
         if (!waited)
-            log_info("{} is shared: waiting for its search turn ({} other run{} search on it)", m_identity.label(),
-                     m_config.gpu_searches, m_config.gpu_searches == 1 ? "" : "s");
+            log_info("{} is shared: waiting for its search turn (other runs hold all {} of them)", m_identity.label(),
+                     m_config.gpu_searches);
         waited = true;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -169,6 +169,7 @@ private:
     RunsPerGpu m_auto;                 // auto's last choice
     size_t m_most_runs = 0;            // the most runs a lane held at once
     std::string m_memory_note;         // the last "not starting: memory" reason said (said once)
+    std::chrono::steady_clock::time_point m_memory_retry_at{}; // no run starts beside others before it
 };
 
 // A child of the runner: a problem's run or its import (shared by the runner's two files).

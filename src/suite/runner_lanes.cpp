@@ -41,6 +41,7 @@ constexpr double k_gpu_memory_share = 0.9;                    // of a GPU's memo
 // A run younger than this may not have grown to its size yet: its estimate still counts against
 // the host's available memory.
 constexpr auto k_growing = std::chrono::seconds(90);
+constexpr auto k_memory_retry = std::chrono::seconds(2); // after memory held a run back
 
 std::string gib(uint64_t bytes)
 {
@@ -77,6 +78,10 @@ void SuiteRunner::start_runs()
 
 bool SuiteRunner::start_run_on(Lane& lane)
 {
+    // Memory held the last run back: planning a launch reads its spec and archive, so it is not
+    // tried again on every turn of the loop, only after a while or once a run has ended.
+    if (!lane.runs.empty() && Clock::now() < m_memory_retry_at)
+        return false;
     for (size_t i = 0; i < m_manifest.problems.size(); ++i) {
         SuiteProblem problem = m_manifest.problems[i]; // a copy: updates replace the manifest
         if (!may_start(problem) || is_active(problem.id) || !problem_spec_ready(m_folder, problem))
@@ -179,6 +184,7 @@ void SuiteRunner::end_run(Active& active)
 {
     Lane& lane = *active.lane;
     std::erase(lane.runs, &active);
+    m_memory_retry_at = {}; // its memory is free
     lane.use.run_ended(active.id, epoch_now());
     const SuiteProblem* before = m_manifest.find(active.id);
     fs::path log = m_folder.resolve(before->log);
@@ -299,6 +305,7 @@ bool SuiteRunner::memory_fits(const Lane& lane, const ProblemLaunch& launch)
     if (why != m_memory_note)
         m_progress.event(fmt::format("not starting another run on {} yet: {}", lane.label, why));
     m_memory_note = why;
+    m_memory_retry_at = Clock::now() + k_memory_retry;
     return false;
 }
 
