@@ -123,7 +123,7 @@ std::string generate_launcher_code(const LauncherSource& source)
     std::string detail = f + "_detail";
     OwnNames own = own_names(task);
 
-    std::string out = "// ---- host: the launcher ----\n#include <cuda_runtime.h>\n\n";
+    std::string out = "// ---- host: the launcher ----\n#include <cuda_runtime.h>\n\n#include <mutex>\n\n";
     out += generate_launcher_declarations(source);
     out += generate_library_code(source);
     bool kernels = std::any_of(plan.launches.begin(), plan.launches.end(),
@@ -133,11 +133,35 @@ std::string generate_launcher_code(const LauncherSource& source)
 namespace {0} {{
 namespace {{
 
+// Whether `kernel`'s dynamic shared memory limit was raised to at least `smem` on `device`
+// already: the limit is raised once per kernel, device and size, not on every launch, so that a
+// launch inside a CUDA graph capture (or a steady state of calls) makes no host call but the launch.
+bool limit_raised(const void* kernel, int device, unsigned smem, bool record)
+{{
+    struct Raised {{
+        const void* kernel;
+        int device;
+        unsigned smem;
+    }};
+    static Raised raised[256];
+    static int count = 0;
+    static std::mutex lock;
+    std::lock_guard<std::mutex> hold(lock);
+    for (int i = 0; i < count; ++i)
+        if (raised[i].kernel == kernel && raised[i].device == device && raised[i].smem >= smem)
+            return true;
+    if (record && count < 256)
+        raised[count++] = Raised{{kernel, device, smem}};
+    return false;
+}}
+
 // One launch; sets the dynamic shared memory limit first where a launch wants more than 48 KiB.
 cudaError_t launch_kernel(const void* kernel, const {1}_launch& launch, void** args,
                           cudaStream_t stream, const char* label)
 {{
-    if (launch.smem > 48 * 1024) {{
+    int device = 0;
+    if (launch.smem > 48 * 1024 && cudaGetDevice(&device) == cudaSuccess &&
+        !limit_raised(kernel, device, launch.smem, false)) {{
         cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   (int)launch.smem);
         if (status != cudaSuccess) {{
@@ -145,6 +169,7 @@ cudaError_t launch_kernel(const void* kernel, const {1}_launch& launch, void** a
                         launch.smem, cudaGetErrorString(status));
             return status;
         }}
+        limit_raised(kernel, device, launch.smem, true);
     }}
     cudaError_t status = cudaLaunchKernel(kernel, dim3(launch.grid[0], launch.grid[1], launch.grid[2]),
                                           dim3(launch.block[0], launch.block[1], launch.block[2]),

@@ -403,8 +403,9 @@ private:
         }
         for (const auto& extra : m_sig.extra_sizes)
             call.push_back("sym_" + extra.symbol);
-        out += "    at::Tensor kf_workspace = at::empty({(int64_t)kf_workspace_bytes}, "
-               "kf_options.dtype(at::kByte));\n";
+        // No allocation at all where the plan needs no workspace: a call costs its launches alone.
+        out += "    at::Tensor kf_workspace;\n    if (kf_workspace_bytes > 0)\n        kf_workspace = "
+               "at::empty({(int64_t)kf_workspace_bytes}, kf_options.dtype(at::kByte));\n";
         call.push_back("kf_workspace_bytes > 0 ? kf_workspace.data_ptr() : NULL");
         call.push_back("kf_workspace_bytes");
         call.push_back("at::cuda::getCurrentCUDAStream()");

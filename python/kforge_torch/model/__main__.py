@@ -80,6 +80,7 @@ def main(argv=None):
         return 1
     from ..problem import ProblemError
     from .shim import ShimError, write_shim
+    from .sizes import TorchTooOld
     try:
         with contextlib.redirect_stdout(sys.stderr):
             if args.command in ("profile", "extract"):
@@ -101,6 +102,9 @@ def main(argv=None):
         print(json.dumps({"error": str(e)}), file=stdout)
         return 1
     except ShimError as e:  # --model-class, --inputs
+        print(json.dumps({"error": str(e)}), file=stdout)
+        return 1
+    except TorchTooOld as e:
         print(json.dumps({"error": str(e)}), file=stdout)
         return 1
     except Exception as e:

@@ -9,10 +9,9 @@ kforge_runtime/ (capture, regions, runtime: torch alone), so DIR can be moved or
 import json
 import os
 import shutil
+import sys
 
 import torch
-
-from .profile import time_forward
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNTIME_FILES = ("capture.py", "regions.py", "runtime.py")
@@ -26,6 +25,12 @@ the captured model region by region, calling kforge's exported operator in each 
 Everything else runs as the model's own operators. At input sizes other than the extracted ones the
 regions differ and nothing is replaced. Inference only (the kernels have no backward). Set
 KFORGE_MODEL_REGIONS=reference to run the replaced regions' own operators through the same wiring.
+
+Each replaced region is the exported C++ operator torch.ops.kforge.<problem> with a fake kernel,
+so the model runs eagerly, under torch.compile (any mode) and as a CUDA graph:
+    model = Model(...).cuda().eval(); model(*inputs)             # the first call captures the model
+    graphed = model.graphed(*inputs); out = graphed(*inputs)     # the whole forward as a CUDA graph
+    compiled = torch.compile(model, mode="max-autotune")         # after one eager call
 """
 import os
 import sys
@@ -34,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from kforge_runtime.runtime import Assembly, load_module  # noqa: E402
+from kforge_runtime.runtime import Assembly, GraphedForward, load_module  # noqa: E402
 
 _ORIGINAL = load_module(os.path.join(HERE, "model", {model_file!r}), "kforge_original_{ident}")
 globals().update({{k: v for k, v in vars(_ORIGINAL).items() if not k.startswith("__") and k != "Model"}})
@@ -55,6 +60,12 @@ class Model(_ORIGINAL.Model):
         if assembly.capturing:  # the capture records the model's own forward
             return _ORIGINAL.Model.forward(self, *inputs)
         return assembly.forward(self, list(inputs))
+
+    def graphed(self, *example_inputs):
+        """This forward as a CUDA graph, captured on `example_inputs` (which become its input
+        buffers: call it with those tensors, or others of their shapes, which are copied in) and
+        replayed on every call; its outputs are overwritten by the next call."""
+        return GraphedForward(self, example_inputs)
 '''
 
 
@@ -148,12 +159,29 @@ def _leaves(out):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def check(folder, device, mode="auto", iterations=30, seed=7):
-    """The assembled model against the original on inputs neither was extracted with; on CUDA, the
-    four times. Mode "kernels" runs the exported operators, "reference" the replaced regions' own
-    operators through the same wiring, "auto" kernels on CUDA and reference elsewhere. Returns a dict
-    (also written to DIR/assembled.json)."""
+def _compare(want, got, tolerance):
+    """Per output: max abs and rel error, and whether it is within `tolerance` (exact when zero)."""
+    errors, ok = [], len(want) == len(got)
+    for w, g in zip(want, got):
+        diff = (g.double() - w.double()).abs()
+        bound = tolerance["atol"] + tolerance["rtol"] * w.double().abs()
+        errors.append({"max_abs": diff.max().item() if diff.numel() else 0.0,
+                       "max_rel": (diff / w.double().abs().clamp_min(1e-12)).max().item() if diff.numel() else 0.0,
+                       "within": bool((diff <= bound).all().item()) if tolerance["atol"] or tolerance["rtol"]
+                       else bool(torch.equal(g, w))})
+        ok = ok and errors[-1]["within"] and bool(torch.isfinite(g).all().item())
+    return errors, ok
+
+
+def check(folder, device, mode="auto", iterations=20, seed=7, autotune=True):
+    """The assembled model against the original on inputs neither was extracted with; on CUDA, both
+    timed side by side in every way users run them (endtoend.py), each way's output checked too.
+    Mode "kernels" runs the exported operators, "reference" the replaced regions' own operators
+    through the same wiring, "auto" kernels on CUDA and reference elsewhere. Returns a dict (also
+    written to DIR/assembled.json)."""
     from ..problem import ProblemFile
+    from . import endtoend
+    from .runtime import GraphedForward
     with open(os.path.join(folder, "model.json"), encoding="utf-8") as f:
         document = json.load(f)
     stem = os.path.splitext(os.path.basename(document["model"]))[0]
@@ -174,35 +202,45 @@ def check(folder, device, mode="auto", iterations=30, seed=7):
     with torch.no_grad():
         want = [t.detach().clone() for t in _leaves(original(*inputs))]
         got = _leaves(assembled(*inputs))
-    errors = []
-    ok = len(want) == len(got)
     largest = max((w.double().abs().max().item() for w in want if w.numel()), default=0.0)
     tolerance = composed_tolerance(winners, counts, largest, document.get("size_symbols", {}))
-    for w, g in zip(want, got):
-        diff = (g.double() - w.double()).abs()
-        bound = tolerance["atol"] + tolerance["rtol"] * w.double().abs()
-        errors.append({"max_abs": diff.max().item(), "max_rel": (diff / w.double().abs().clamp_min(1e-12)).max().item(),
-                       "within": bool((diff <= bound).all().item()) if tolerance["atol"] or tolerance["rtol"]
-                       else bool(torch.equal(g, w))})
-        ok = ok and errors[-1]["within"] and bool(torch.isfinite(g).all().item())
+    errors, ok = _compare(want, got, tolerance)
     replaced = next(iter(assembled.__dict__["_kforge_assembly"].replaced.values()), [])
     result = {"mode": mode, "device": device, "tolerance": tolerance, "outputs": errors, "matches": ok,
               "replaced": replaced}
     if str(device).startswith("cuda"):
+        def log(message):
+            print(f"kforge model: {message}", file=sys.stderr, flush=True)
+
         with torch.no_grad():
-            result["eager_s"] = time_forward(lambda: original(*inputs), iterations)
-            compiled = torch.compile(original)
-            result["compile_s"] = time_forward(lambda: compiled(*inputs), iterations)
-            result["assembled_s"] = time_forward(lambda: assembled(*inputs), iterations)
-            try:
-                compiled_assembled = torch.compile(assembled)
-                check_out = _leaves(compiled_assembled(*inputs))
-                result["assembled_compile_matches"] = all(
-                    torch.allclose(c.double(), w.double(), rtol=max(tolerance["rtol"], 1e-5),
-                                   atol=max(tolerance["atol"], 1e-5)) for c, w in zip(check_out, want))
-                result["assembled_compile_s"] = time_forward(lambda: compiled_assembled(*inputs), iterations)
-            except Exception as e:  # say it, keep the other three
-                result["assembled_compile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            built, failed = endtoend.build_variants(original, assembled, inputs,
+                                                    lambda model, xs: GraphedForward(model, xs), autotune, log)
+            # Each way the assembled model runs must give what the eager assembled model was checked to give.
+            ways = {}
+            for key in endtoend.ASSEMBLED[1:]:
+                if key in built:
+                    _, ways[key] = _compare(want, [t.detach().clone() for t in _leaves(_outputs_of(built[key]))],
+                                            _at_least(tolerance))
+            times = endtoend.time_side_by_side(built, iterations)
+            kernels = endtoend.kernel_seconds(built["assembled"]) if "assembled" in built else None
+        result.update({"times": times, "build_errors": failed, "matches_by_way": ways,
+                       "assembled_kernels_s": kernels, "iterations": iterations, "rounds": endtoend.ROUNDS})
+        # The earlier keys, kept for readers of older folders' documents.
+        for key in ("eager", "compile", "assembled", "assembled_compile"):
+            if key in times:
+                result[f"{key}_s"] = times[key]
+        if "assembled_compile" in failed:
+            result["assembled_compile_error"] = failed["assembled_compile"]
     with open(os.path.join(folder, "assembled.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
     return result
+
+
+def _outputs_of(fn):
+    return fn()
+
+
+def _at_least(tolerance):
+    """The composed tolerance, or 1e-5 where it is zero: a compiled or graphed forward may reorder a
+    reduction the eager one does not."""
+    return {k: max(v, 1e-5) for k, v in tolerance.items()}

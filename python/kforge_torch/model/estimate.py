@@ -1,8 +1,11 @@
 """Work of a region from its shapes: FLOPs of its anchors, bytes it must move, and a time estimate.
 
-Without a GPU, extract ranks regions by this estimate (and says so): the time an H200 would need at
-its roofline, max(FLOPs / peak, bytes / bandwidth), with dense fp32 (non-tensor-core) and bf16/fp16
-(tensor core) peaks. A measurement replaces it whenever a GPU is there.
+Without a GPU, extract ranks regions by this estimate (and says so): the time an H200 would need to
+run the region as torch eager runs it, one kernel per operator, each reading its operands and
+writing its result (a hand-written RMSNorm is eight passes over the row, not one), at the roofline
+(max(FLOPs / peak, bytes / bandwidth), with dense fp32 (non-tensor-core) and bf16/fp16 (tensor core)
+peaks) plus KERNEL_FLOOR per kernel. A measurement replaces it whenever a GPU is there. The bytes a
+fused kernel must move (the region's inputs, tensors and outputs once) are reported beside it.
 """
 import math
 
@@ -47,14 +50,36 @@ def node_flops(node):
 
 
 def _bytes(node):
-    meta = node.meta.get("kforge_meta")
+    meta = node.meta.get("kforge_meta") if hasattr(node, "meta") else None
     if not meta:
         return 0
     return _numel(meta[0]) * torch.empty((), dtype=meta[1]).element_size()
 
 
+# The least a kernel of eager costs on the GPU, launch and tail included (an H100 or H200 runs a
+# tiny elementwise kernel back to back every 2 to 3 us).
+KERNEL_FLOOR = 2e-6
+# Operators that launch no kernel: views, tuple access.
+_NO_KERNEL = {"getitem", "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "unsqueeze",
+              "squeeze", "slice", "select", "alias", "detach", "as_strided", "split", "split_with_sizes", "chunk",
+              "unbind", "narrow", "diagonal", "lift_fresh"}
+
+
+def _eager_seconds(node, dtype):
+    if op_name(node) in _NO_KERNEL:
+        return 0.0, 0
+    operands = []
+    for arg in list(node.args) + list(node.kwargs.values()):
+        for item in (arg if isinstance(arg, (list, tuple)) else [arg]):
+            if hasattr(item, "meta"):
+                operands.append(item)
+    moved = _bytes(node) + sum(_bytes(a) for a in operands)
+    peak = PEAK_FLOPS.get(dtype, PEAK_FLOPS[torch.float32])
+    return max(node_flops(node) / peak, moved / BANDWIDTH) + KERNEL_FLOOR, moved
+
+
 def region_work(region):
-    """(flops, bytes, seconds at the roofline, dtype of its widest anchor)."""
+    """(flops, bytes a fused kernel moves, seconds as eager runs it)."""
     flops = sum(node_flops(n) for n in region.nodes)
     moved = sum(_bytes(n) for n in region.inputs + region.state + region.outputs)
     dtype = torch.float32
@@ -63,5 +88,5 @@ def region_work(region):
         if meta:
             dtype = meta[1]
             break
-    seconds = max(flops / PEAK_FLOPS.get(dtype, PEAK_FLOPS[torch.float32]), moved / BANDWIDTH)
+    seconds = sum(_eager_seconds(n, dtype)[0] for n in region.nodes)
     return flops, moved, seconds

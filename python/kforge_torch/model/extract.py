@@ -33,7 +33,9 @@ def size_candidates(program, inputs):
 
 
 def _substitute(base, size_fit):
-    """Writes the fitted expressions (and `x0.device` for device literals) into the base graph."""
+    """Writes the fitted expressions into the base graph, and for a device literal the device the
+    problem's tensors are made on (`torch.empty(0).device`: kforge runs a problem in a device mode).
+    Never an input's `.device`: fx's code drops each value after its last use (`x0 = None`)."""
     for i, node in enumerate(base.nodes):
         for (index, path), expr in size_fit.literals.items():
             if index == i:
@@ -41,7 +43,7 @@ def _substitute(base, size_fit):
                 node.args, node.kwargs = args_kwargs
         if "device" in node.kwargs and isinstance(node.kwargs["device"], torch.device):
             kwargs = dict(node.kwargs)
-            kwargs["device"] = Expr("x0.device")
+            kwargs["device"] = Expr("torch.empty(0).device")
             node.kwargs = kwargs
 
 

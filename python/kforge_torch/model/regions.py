@@ -233,11 +233,62 @@ def _is_tuple(node):
     return all(u.target is operator.getitem for u in node.users) and bool(node.users)
 
 
-def region_graph(partition, region, names, state_as="placeholder", input_names=None):
+def input_layout(node):
+    """How a region's live-in lies in memory, from its recorded strides: None (contiguous), ("permute",
+    order) when it is a dense tensor whose dims are stored in `order` (attention's output, stored
+    (B, T, H, D) and seen (B, H, T, D)), or ("copy",) for anything else (a slice with gaps).
+
+    A problem takes a permuted live-in as the tensor it is in memory (its dims in `order`, contiguous)
+    and permutes it back in its forward, so the kernel reads the model's own bytes and the assembled
+    model hands it over without a copy; a gapped one is made contiguous at the region's border."""
+    meta = node.meta.get("kforge_meta")
+    if meta is None:
+        return None
+    shape, _, stride = meta
+    if _dense_order(shape, stride, list(range(len(shape)))):
+        return None
+    # Dims by stride, largest first; size-1 dims (any stride) keep their place among equals.
+    order = sorted(range(len(shape)), key=lambda d: (-stride[d] if shape[d] > 1 else 0, d))
+    order = [d for d in order if shape[d] > 1] + [d for d in range(len(shape)) if shape[d] <= 1]
+    if _dense_order(shape, stride, order):
+        return ("permute", tuple(order))
+    return ("copy",)
+
+
+def _dense_order(shape, stride, order):
+    expected = 1
+    for d in reversed(order):
+        if shape[d] > 1 and stride[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def inverse_order(order):
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return tuple(inverse)
+
+
+def as_problem_input(node, value):
+    """The live-in `value` of `node` as a problem file (and the exported operator) takes it: in its
+    memory order when it is stored permuted, contiguous when it has gaps (input_layout)."""
+    layout = input_layout(node)
+    if layout is None:
+        return value
+    if layout[0] == "permute":
+        return value.permute(*layout[1])
+    return value.contiguous()
+
+
+def region_graph(partition, region, names, state_as="placeholder", input_names=None, physical=False):
     """A GraphModule of `region` alone: placeholders for its live-ins (`input_names`, default x0, x1,
     ...), then its model tensors as placeholders (state_as="placeholder", for running it beside the
     model) or as attributes named `names[state name]` (state_as="attr", for a problem file, whose
-    Model holds them); the nodes it reads that are free are computed inside. Returns the module."""
+    Model holds them); the nodes it reads that are free are computed inside. With `physical`, a
+    live-in stored permuted (input_layout) is taken as it lies in memory and permuted back first,
+    as a problem file takes it. Returns the module."""
     graph = Graph()
     env = {}
     captured = partition.captured
@@ -246,6 +297,10 @@ def region_graph(partition, region, names, state_as="placeholder", input_names=N
     input_names = input_names or [f"x{i}" for i in range(len(region.inputs))]
     for node, name in zip(region.inputs, input_names):
         env[node] = graph.placeholder(name)
+        layout = input_layout(node) if physical else None
+        if layout is not None and layout[0] == "permute":
+            env[node] = graph.call_function(torch.ops.aten.permute.default,
+                                            (env[node], list(inverse_order(layout[1]))))
     root = torch.nn.Module()
     for node in region.state:
         state_name = captured.state_names[index_of[node]]

@@ -79,6 +79,33 @@ def variants(value):
     return [v for v in dict.fromkeys(out) if v >= 1 and v != value]
 
 
+# The torch release that brought each API a model may call (a model written for a newer torch than
+# the one kforge runs it with fails with a bare AttributeError otherwise).
+TORCH_API_SINCE = {
+    "scaled_dot_product_attention": "2.0", "rms_norm": "2.4", "RMSNorm": "2.4", "compile": "2.0",
+    "func": "2.0", "vmap": "2.0", "bitwise_left_shift": "1.10", "Buffer": "2.5", "nested": "1.13",
+}
+
+
+class TorchTooOld(Exception):
+    pass
+
+
+def torch_too_old(error):
+    """A TorchTooOld naming the torch version an AttributeError of a torch module says is needed, or
+    None when the error is not a torch module lacking an attribute."""
+    import re
+    import torch
+    found = re.match(r"module '(torch[\w.]*)' has no attribute '(\w+)'", str(error))
+    if found is None:
+        return None
+    module, name = found.groups()
+    since = TORCH_API_SINCE.get(name)
+    need = f"torch {since} or later" if since else "a newer torch"
+    return TorchTooOld(f"the model calls {module}.{name}, which this torch ({torch.__version__}) does not have: "
+                       f"it needs {need} (KFORGE_PYTHON names the python3 whose torch kforge runs)")
+
+
 class Point:
     def __init__(self, sizes, captured):
         self.sizes = sizes
@@ -106,11 +133,14 @@ def capture_point(problem_file, sizes, device, seed=0):
     """The model captured at `sizes` (every node's meta recorded), its model, inputs and state."""
     import torch
     from ..device_mode import DeviceMode
-    program = problem_file.load(sizes)
-    model = program.build_model(seed, device)
-    inputs = program.make_inputs(seed + 1, device)
-    with DeviceMode(device):
-        captured = capture(model, [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in inputs])
+    try:
+        program = problem_file.load(sizes)
+        model = program.build_model(seed, device)
+        inputs = program.make_inputs(seed + 1, device)
+        with DeviceMode(device):
+            captured = capture(model, [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in inputs])
+    except AttributeError as e:
+        raise torch_too_old(e) or e
     state = [t.detach().clone() for t in captured.state_of(model)]
     return program, model, inputs, captured, state
 

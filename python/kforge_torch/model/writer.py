@@ -2,19 +2,26 @@
 and buffers named after the model's modules), get_inputs (its live-ins at the model's shapes, in
 the model's size variables), get_init_inputs ([]).
 
-Values: parameters are drawn with each one's own mean and standard deviation (a LayerNorm's weight
-of ones stays ones); buffers (a causal mask, running statistics) and constants the capture made are
-written exactly when they compress to at most EXACT_BYTES; a live-in is drawn with the statistics
-the model's own activation had there (post-ReLU values stay non-negative), integer live-ins
-uniformly over the range the model's had.
+Values: parameters are drawn with each one's own mean and standard deviation, except that a
+parameter the model holds constant (a norm's weight of ones, a bias of zeros) is drawn around that
+constant with a spread (PERTURB), so that a kernel that ignores it fails verification; buffers (a
+causal mask, running statistics) and constants the capture made are written exactly when they
+compress to at most EXACT_BYTES; a live-in is drawn with the statistics the model's own activation
+had there (post-ReLU values stay non-negative), integer live-ins uniformly over the range the
+model's had, in the layout the model stores it (regions.input_layout).
+
+Attention is written as F.scaled_dot_product_attention, whatever kernel the capture recorded (the
+capture on a GPU records `_scaled_dot_product_flash_attention`, which has no CPU kernel, and the
+importer and the emulator run a problem on the CPU too).
 """
 import base64
+import operator
 import re
 import zlib
 
 import torch
 
-from .regions import region_graph
+from .regions import input_layout, op_name, region_graph
 
 EXACT_BYTES = 1 << 20
 KNOWN_GLOBALS = {"torch", "device", "inf", "nan", "builtins", "operator", "math"}
@@ -49,7 +56,14 @@ def _float_stats(tensor):
     return mean, std, low
 
 
-def _draw(tensor, shape_text, exact_ok):
+# A parameter whose spread is under NEAR_CONSTANT of its mean's size (or that is all zeros) is drawn
+# with PERTURB of its mean's size (or PERTURB itself around zero) instead: a kernel that treats it as
+# the constant it is in a freshly built model must not pass.
+NEAR_CONSTANT = 0.01
+PERTURB = 0.1
+
+
+def _draw(tensor, shape_text, exact_ok, perturb_constant=False):
     """Python that makes a tensor like `tensor` with shape `shape_text`."""
     dtype = tensor.dtype
     if exact_ok:
@@ -62,6 +76,9 @@ def _draw(tensor, shape_text, exact_ok):
         low, high = int(tensor.min().item()), int(tensor.max().item())
         return f"torch.randint({low}, {high + 1}, {shape_text}, dtype={_dtype(dtype)})"
     mean, std, low = _float_stats(tensor)
+    if perturb_constant and std <= NEAR_CONSTANT * abs(mean):
+        spread = PERTURB * abs(mean) if mean != 0.0 else PERTURB
+        return f"(torch.randn({shape_text}) * {spread:.6g} + {mean:.6g}).to({_dtype(dtype)})"
     if std == 0.0:
         return f"torch.full({shape_text}, {mean!r}, dtype={_dtype(dtype)})"
     nonnegative = low is not None and low >= 0
@@ -69,6 +86,46 @@ def _draw(tensor, shape_text, exact_ok):
     if nonnegative:
         draw = f"({draw}).abs()"
     return f"({draw}).to({_dtype(dtype)})"
+
+
+# Where each attention kernel's arguments sit: (positions of dropout_p, is_causal, attn bias or None;
+# the attention mask keyword or None). Only its output (element 0) may be read for the rewrite.
+_ATTENTION_ARGS = {
+    "_scaled_dot_product_flash_attention": (3, 4, None, None),
+    "_scaled_dot_product_flash_attention_for_cpu": (3, 4, None, "attn_mask"),
+    "_scaled_dot_product_efficient_attention": (5, 6, 3, None),
+    "_scaled_dot_product_cudnn_attention": (5, 6, 3, None),
+}
+
+
+def portable_attention(gm):
+    """Rewrites each device-specific attention kernel of `gm` whose output alone is read as
+    F.scaled_dot_product_attention with the same arguments (in place)."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        where = _ATTENTION_ARGS.get(op_name(node)) if node.op == "call_function" else None
+        if where is None or not node.users:
+            continue
+        if any(u.target is not operator.getitem or u.args[1] != 0 for u in node.users):
+            continue  # its log-sum-exp is read (a backward): the kernel stays as captured
+        dropout_at, causal_at, bias_at, mask_key = where
+        args = node.args
+
+        def arg(i, default):
+            return args[i] if i is not None and i < len(args) else default
+
+        mask = arg(bias_at, None) if bias_at is not None else node.kwargs.get(mask_key) if mask_key else None
+        kwargs = {"attn_mask": mask, "dropout_p": arg(dropout_at, 0.0), "is_causal": arg(causal_at, False)}
+        if node.kwargs.get("scale") is not None:
+            kwargs["scale"] = node.kwargs["scale"]
+        with graph.inserting_before(node):
+            portable = graph.call_function(torch.nn.functional.scaled_dot_product_attention, tuple(args[:3]), kwargs)
+        for user in list(node.users):
+            user.replace_all_uses_with(portable)
+            graph.erase_node(user)
+        graph.erase_node(node)
+    graph.lint()
+    gm.recompile()
 
 
 def _shape_text(dims):
@@ -94,7 +151,8 @@ def write_problem(path, model_file, partition, region, occurrences, names, size_
     """Writes `region`'s problem file to `path`. `base_nodes` maps each graph node to its index (for
     the fitted dims), `state_values` the model's tensors by state name."""
     captured = partition.captured
-    gm = region_graph(partition, region, names, state_as="attr")
+    gm = region_graph(partition, region, names, state_as="attr", physical=True)
+    portable_attention(gm)
     code = gm.graph.python_code(root_module="self")
     unknown = {g for g in set(code.globals) - KNOWN_GLOBALS if re.search(r"\b" + re.escape(g) + r"\b", code.src)}
     if unknown:
@@ -121,7 +179,7 @@ def write_problem(path, model_file, partition, region, occurrences, names, size_
         tensor = state_values[state_name]
         shape_text = _shape_text([str(d) for d in tensor.shape])
         if captured.state_kinds[state_name] == "param":
-            lines.append(f"        self.{names[state_name]} = nn.Parameter({_draw(tensor, shape_text, False)})"
+            lines.append(f"        self.{names[state_name]} = nn.Parameter({_draw(tensor, shape_text, False, True)})"
                          f"  # {state_name}")
         else:
             lines.append(f"        self.register_buffer({names[state_name]!r}, {_draw(tensor, shape_text, True)})"
@@ -135,6 +193,9 @@ def write_problem(path, model_file, partition, region, occurrences, names, size_
     lines += ["", "", "def get_inputs():", "    return ["]
     for node in region.inputs:
         dims = size_fit.dims.get(base_nodes[node]) or [str(d) for d in node.meta["kforge_meta"][0]]
+        layout = input_layout(node)
+        if layout is not None and layout[0] == "permute":  # drawn as it lies in memory
+            dims = [dims[d] for d in layout[1]]
         lines.append(f"        {_draw(node.meta['kforge_value'], _shape_text(dims), False)},")
     lines += ["    ]", "", "", "def get_init_inputs():", "    return []"]
     text = "\n".join(lines) + "\n" + HELPERS

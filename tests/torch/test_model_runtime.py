@@ -1,0 +1,273 @@
+"""The assembled model's runtime and what extract writes for models it has not seen.
+
+Each test would fail if its mechanism broke: a replaced region that ran through Python (a callable in
+the staged graph) instead of its operator, an operator given a live-in in the wrong layout, a fake
+kernel that torch.compile could not trace, a problem file that drew a norm's weight of ones as ones
+(a kernel ignoring it passed), a permuted live-in drawn contiguous (the region's view failed), a
+device read off an input fx had already dropped, an eager estimate that counted a hand-written
+RMSNorm as one pass, a bare AttributeError for an API the installed torch lacks.
+"""
+import operator
+import os
+import tempfile
+import unittest
+
+import support  # noqa: F401  (python/ on sys.path)
+import torch
+
+from kforge_torch.model import capture as cap
+from kforge_torch.model import estimate
+from kforge_torch.model import regions as reg
+from kforge_torch.model import runtime
+from kforge_torch.model.extract import extract
+from kforge_torch.model.sizes import torch_too_old
+from kforge_torch.problem import ProblemFile
+
+MODELS = os.path.join(support.ROOT, "tests", "fixtures", "model")
+HAS_FAKE = hasattr(torch.library, "register_fake")
+HAS_SDPA = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+
+# A region whose live-in is stored permuted: `scaled` keeps x's transposed strides (elementwise
+# operators follow their input's layout), and the GEMM region reads it.
+PERMUTED = '''
+import torch
+import torch.nn as nn
+batch_size = 3
+seq_len = 8
+width = 16
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x):
+        scaled = x.transpose(1, 2) * 2.0
+        return self.proj(scaled.reshape(-1, width)).relu() + self.norm.weight.sum()
+
+
+def get_inputs():
+    return [torch.randn(batch_size, width, seq_len)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# A hand-written RMSNorm in fp32 (six operators as eager runs it: its casts do nothing in fp32).
+RMSNORM = '''
+import torch
+import torch.nn as nn
+rows = 64
+width = 256
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        y = x.float()
+        y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-5)
+        return y.type_as(x) * self.weight
+
+
+def get_inputs():
+    return [torch.randn(rows, width)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _cut(path, sizes=None):
+    program = ProblemFile(path).load(sizes)
+    model = program.build_model(0, "cpu")
+    inputs = program.make_inputs(1, "cpu")
+    captured = cap.capture(model, inputs)
+    part = reg.partition(captured)
+    _, _, state = cap.model_state(model)
+    keep = {n for r in part.regions for n in r.inputs} | {n for r in part.regions for n in r.outputs}
+    cap.record(captured, [t.detach().clone() for t in state] + inputs, keep)
+    return model, inputs, captured, part, state
+
+
+class _Operator:
+    """Stands in for an ExportedOperator: a CPU operator of a test library that runs the region's
+    own operators on what it is given, and refuses a live-in that is not contiguous, as the export's
+    operator does."""
+
+    def __init__(self, library, namespace, part, region):
+        reference = runtime.ReferenceRegion(part, region)
+        layouts = [reg.input_layout(n) for n in region.inputs]
+        count = len(region.inputs)
+        name = f"r{region.index}"
+        params = [f"Tensor x{i}" for i in range(count)] + [f"Tensor s{j}" for j in range(len(region.state))]
+        result = "Tensor" if len(region.outputs) == 1 else "(" + ", ".join(["Tensor"] * len(region.outputs)) + ")"
+        library.define(f"{name}({', '.join(params)}) -> {result}")
+        self.calls = 0
+
+        def run(*args):
+            self.calls += 1
+            inputs = list(args[:count])
+            for x in inputs:
+                if not x.is_contiguous():
+                    raise RuntimeError("a live-in reached the operator non-contiguous")
+            inputs = [x.permute(*reg.inverse_order(lay[1])) if lay and lay[0] == "permute" else x
+                      for x, lay in zip(inputs, layouts)]
+            outs = [o.contiguous() for o in reference(inputs, list(args[count:]))]
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        library.impl(name, run, "CPU")
+        self.overload = getattr(getattr(torch.ops, namespace), name).default
+        self.order = [("input", i) for i in range(count)] + [("state", j) for j in range(len(region.state))]
+        self.reference = reference
+        self.__name__ = name
+
+
+_LIBRARIES = []
+
+
+def _operators(part, tag):
+    namespace = f"kforge_test_{tag}"
+    library = torch.library.Library(namespace, "DEF")
+    _LIBRARIES.append(library)  # an operator lives as long as its library object
+    return {r.index: _Operator(library, namespace, part, r) for r in part.regions if r.compute}
+
+
+class OperatorPathTest(unittest.TestCase):
+    def test_replaced_regions_are_operator_calls_and_give_the_model(self):
+        model, inputs, captured, part, state = _cut(os.path.join(MODELS, "gpt_block.py"))
+        operators = _operators(part, "gpt")
+        gm = runtime.staged_module(part, {i: runtime.OperatorCall(op, part.regions[i]) for i, op in operators.items()})
+        for node in gm.graph.nodes:  # no Python between kernels: operators and tuple access only
+            if node.op == "call_function":
+                self.assertTrue(isinstance(node.target, torch._ops.OpOverload) or node.target is operator.getitem,
+                                f"{node.target} is called from Python")
+        with torch.no_grad():
+            want = captured.gm(*[t.clone() for t in state], *inputs)
+            got = gm(*[t.clone() for t in state], *inputs)
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(want, got)))
+        self.assertEqual(sum(op.calls for op in operators.values()), sum(1 for r in part.regions if r.compute))
+
+    def test_a_permuted_live_in_reaches_the_operator_as_its_bytes(self):
+        path = support.problem_file(self, PERMUTED)
+        model, inputs, captured, part, state = _cut(path)
+        layouts = [(r.name, reg.input_layout(n)) for r in part.regions for n in r.inputs]
+        self.assertIn(("gemm_relu_add", ("permute", (0, 2, 1))), layouts)
+        operators = _operators(part, "permuted")
+        gm = runtime.staged_module(part, {i: runtime.OperatorCall(op, part.regions[i]) for i, op in operators.items()})
+        with torch.no_grad():
+            want = captured.gm(*[t.clone() for t in state], *inputs)
+            got = gm(*[t.clone() for t in state], *inputs)
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(want, got)))
+
+    @unittest.skipUnless(HAS_FAKE, f"torch {torch.__version__} has no torch.library.register_fake (2.4+)")
+    def test_torch_compile_traces_the_operators_through_their_fake_kernels(self):
+        model, inputs, captured, part, state = _cut(os.path.join(MODELS, "mlp_stack.py"))
+        operators = _operators(part, "compiled")
+        for index, op in operators.items():
+            runtime.register_fake(op, part.regions[index], op.reference)
+        gm = runtime.staged_module(part, {i: runtime.OperatorCall(op, part.regions[i]) for i, op in operators.items()})
+        compiled = torch.compile(gm)
+        with torch.no_grad():
+            want = captured.gm(*[t.clone() for t in state], *inputs)
+            got = compiled(*[t.clone() for t in state], *inputs)
+        self.assertTrue(all(torch.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in zip(want, got)))
+        self.assertGreater(sum(op.calls for op in operators.values()), 0)
+
+
+class ProblemFileTest(unittest.TestCase):
+    def _extract(self, path, **kw):
+        out = tempfile.TemporaryDirectory()
+        self.addCleanup(out.cleanup)
+        doc = extract(path, out.name, "cpu", None, 0.0, False, **kw)
+        return out.name, doc
+
+    def test_a_permuted_live_in_is_drawn_as_it_lies_in_memory(self):
+        path = support.problem_file(self, PERMUTED)
+        model, inputs, captured, part, state = _cut(path)
+        out, doc = self._extract(path)
+        region = next(r for r in part.regions if r.name == "gemm_relu_add")
+        row = next(r for r in doc["regions"] if r["key"] == runtime.region_key(part, region))
+        program = ProblemFile(os.path.join(out, row["problem"])).load()
+        drawn = program.make_inputs(3, "cpu")
+        self.assertEqual(tuple(drawn[0].shape), (3, 16, 8))  # x's own order, not the transposed view's
+        self.assertTrue(drawn[0].is_contiguous())
+        problem = program.build_model(0, "cpu")
+        index_of = {n: i for i, n in enumerate(captured.placeholders())}
+        for attr, node in zip(row["attrs"], region.state):
+            getattr(problem, attr).data.copy_(state[index_of[node]])
+        with torch.no_grad():
+            got = problem(*[reg.as_problem_input(n, n.meta["kforge_value"]) for n in region.inputs])
+        self.assertTrue(torch.allclose(got, region.outputs[0].meta["kforge_value"], rtol=1e-5, atol=1e-6))
+
+    def test_a_constant_parameter_is_drawn_perturbed(self):
+        out, doc = self._extract(os.path.join(MODELS, "gpt_block.py"))
+        row = next(r for r in doc["regions"] if r["name"] == "layernorm")
+        program = ProblemFile(os.path.join(out, row["problem"])).load()
+        problem = program.build_model(0, "cpu")
+        weight, bias = (getattr(problem, a) for a in row["attrs"])
+        self.assertGreater(weight.std().item(), 0.05)  # the model's is all ones
+        self.assertGreater(bias.abs().max().item(), 0.05)  # the model's is all zeros
+        self.assertAlmostEqual(weight.mean().item(), 1.0, delta=0.05)
+
+    def test_an_rmsnorm_is_estimated_as_eager_runs_it(self):
+        path = support.problem_file(self, RMSNORM)
+        _, _, _, part, _ = _cut(path)
+        (region,) = part.regions
+        flops, fused_bytes, seconds = estimate.region_work(region)
+        self.assertGreater(seconds, 5 * fused_bytes / estimate.BANDWIDTH)
+        self.assertGreaterEqual(seconds, 6 * estimate.KERNEL_FLOOR)  # pow, mean, add, rsqrt, mul, mul
+
+    def test_a_missing_torch_api_names_the_version_it_needs(self):
+        error = torch_too_old(AttributeError("module 'torch.nn.functional' has no attribute "
+                                             "'scaled_dot_product_attention'"))
+        self.assertIn("torch 2.0 or later", str(error))
+        self.assertIn(torch.__version__, str(error))
+        self.assertIsNone(torch_too_old(AttributeError("'NoneType' object has no attribute 'device'")))
+
+    @unittest.skipIf(HAS_SDPA, "this torch has scaled_dot_product_attention")
+    def test_the_llama_block_on_an_old_torch_says_which_torch_it_needs(self):
+        from kforge_torch.model.sizes import TorchTooOld
+        with self.assertRaisesRegex(TorchTooOld, "scaled_dot_product_attention.*torch 2.0"):
+            self._extract(os.path.join(MODELS, "llama_block.py"),
+                          sizes={"batch_size": 1, "seq_len": 16, "dim": 128, "ffn_dim": 256})
+
+    @unittest.skipUnless(HAS_SDPA, f"torch {torch.__version__} has no scaled_dot_product_attention (2.0+)")
+    def test_llama_block_regions_run_at_other_sizes(self):
+        sizes = {"batch_size": 2, "seq_len": 32, "dim": 256, "ffn_dim": 512}
+        model, inputs, captured, part, state = _cut(os.path.join(MODELS, "llama_block.py"), sizes)
+        out, doc = self._extract(os.path.join(MODELS, "llama_block.py"), sizes=sizes)
+        self.assertEqual(doc["size_symbols"], {"batch_size": 2, "seq_len": 32})
+        names = [r["name"] for r in sorted(doc["regions"], key=lambda r: r["id"])]
+        self.assertIn("attention", names)
+        index_of = {n: i for i, n in enumerate(captured.placeholders())}
+        by_key = {r["key"]: r for r in doc["regions"]}
+        for region in part.regions:
+            row = by_key[runtime.region_key(part, region)]
+            program = ProblemFile(os.path.join(out, row["problem"])).load()
+            with open(os.path.join(out, row["problem"]), encoding="utf-8") as f:
+                text = f.read()
+            self.assertNotIn("x0.device", text)
+            self.assertNotIn("_scaled_dot_product_flash", text)
+            problem = program.build_model(0, "cpu")
+            for attr, node in zip(row["attrs"], region.state):
+                getattr(problem, attr).data.copy_(state[index_of[node]])
+            with torch.no_grad():  # the model's own values, as the model hands them over
+                got = problem(*[reg.as_problem_input(n, n.meta["kforge_value"]) for n in region.inputs])
+            for g, node in zip(got if isinstance(got, tuple) else [got], region.outputs):
+                self.assertTrue(torch.allclose(g.float(), node.meta["kforge_value"].float(), rtol=2e-2, atol=2e-2),
+                                row["id"])
+            # and at other sizes than the model's (the importer's test shapes)
+            other = ProblemFile(os.path.join(out, row["problem"])).load({"batch_size": 3, "seq_len": 17})
+            with torch.no_grad():
+                other.build_model(0, "cpu")(*other.make_inputs(5, "cpu"))
+
+
+if __name__ == "__main__":
+    unittest.main()
