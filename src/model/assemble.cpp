@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "export/export.hpp"
+#include "model/end_to_end.hpp"
 #include "model/model.hpp"
 #include "model/python.hpp"
 #include "suite/results.hpp"
@@ -128,18 +129,9 @@ int run_model_assemble(const ModelAssembleOptions& o)
                "wiring (the wiring is checked, not the kernels)\n";
     out += fmt::format("  against the original on fresh inputs: {}\n",
                        matches ? "matches (within the regions' tolerances, composed)" : "DOES NOT MATCH");
-    if (checked.contains("eager_s")) {
-        auto ms = [&](const char* key) {
-            return checked.contains(key) && checked[key].is_number()
-                       ? format_duration_ns(checked[key].get<double>() * 1e9)
-                       : std::string("-");
-        };
-        out += fmt::format("  one forward: eager {}, torch.compile {}, assembled {}, assembled + torch.compile {}\n",
-                           ms("eager_s"), ms("compile_s"), ms("assembled_s"), ms("assembled_compile_s"));
-        if (checked.contains("assembled_compile_error"))
-            out += "  assembled + torch.compile failed: " + checked["assembled_compile_error"].get<std::string>() +
-                   "\n";
-    }
+    // The time between kernels needs the regions' own times: `kforge model report` shows it.
+    for (const auto& line : forward_time_lines(checked, std::nullopt))
+        out += "  " + line + "\n";
     std::fputs(out.c_str(), stdout);
     if (!matches)
         log_error("the assembled model does not match the original: {}", checked.dump());

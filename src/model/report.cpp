@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "model/end_to_end.hpp"
 #include "model/model.hpp"
 #include "model/python.hpp"
 #include "report/page.hpp"
@@ -35,12 +36,6 @@ struct ModelSummary {
     std::vector<RegionLine> regions;
     double share_replaced = 0, share_kept = 0, share_outside = 0;
 };
-
-std::optional<double> number(const Json& doc, const char* key)
-{
-    return doc.is_object() && doc.contains(key) && doc[key].is_number() ? std::optional<double>(doc[key].get<double>())
-                                                                        : std::nullopt;
-}
 
 ModelSummary summarize(const fs::path& folder)
 {
@@ -127,20 +122,25 @@ std::vector<std::string> region_cells(const RegionLine& r)
             r.outcome.empty() ? "-" : r.outcome};
 }
 
+// The regions' time after assembly, summed: the kernels' where a region was replaced, the region's
+// own where it was kept (measured folders only: an estimate says nothing of a forward's time).
+std::optional<double> regions_after_s(const ModelSummary& s)
+{
+    if (!s.measured)
+        return std::nullopt;
+    double total = 0;
+    for (const auto& r : s.regions)
+        total += r.replaced && r.after_s ? *r.after_s : r.before_s;
+    return total;
+}
+
 std::vector<std::string> end_to_end_lines(const ModelSummary& s)
 {
     std::vector<std::string> lines;
     const Json& a = s.assembled;
-    auto eager = number(a, "eager_s"), compile = number(a, "compile_s"), assembled = number(a, "assembled_s"),
-         both = number(a, "assembled_compile_s");
-    if (eager) {
-        lines.push_back(fmt::format("eager {}, torch.compile {} ({} eager)", time_text(eager), time_text(compile),
-                                    compile ? x_text(*eager / *compile) : "-"));
-        lines.push_back(fmt::format("assembled {} ({} eager, {} torch.compile)", time_text(assembled),
-                                    assembled ? x_text(*eager / *assembled) : "-",
-                                    assembled && compile ? x_text(*compile / *assembled) : "-"));
-        lines.push_back(fmt::format("assembled + torch.compile {} ({} torch.compile)", time_text(both),
-                                    both && compile ? x_text(*compile / *both) : "-"));
+    std::vector<std::string> times = forward_time_lines(a, regions_after_s(s));
+    if (!times.empty()) {
+        lines = times;
     } else if (a.is_object()) {
         lines.push_back("no end-to-end times: the assembled model was checked without a GPU");
     } else {
@@ -186,6 +186,7 @@ Json render_json(const ModelSummary& s)
     return {{"model", s.model},       {"folder", s.folder},
             {"measured", s.measured}, {"timing", s.timing},
             {"assembled", s.assembled}, {"regions", regions},
+            {"forward_times", forward_times_json(s.assembled, regions_after_s(s))},
             {"share_replaced", s.share_replaced}, {"share_kept", s.share_kept},
             {"share_outside", s.share_outside}};
 }

@@ -181,6 +181,127 @@ class OperatorPathTest(unittest.TestCase):
         self.assertGreater(sum(op.calls for op in operators.values()), 0)
 
 
+# A stand-in for an export's loader (kforge export --torch writes the real one, which builds a CUDA
+# extension): load_op() defines an operator on the CPU, in a namespace of its own per folder
+# (kforge_cpu_<hash>: torch 1.13 has no library fragments), computed by the problem's own Model,
+# and ModelNew calls it as the export's ModelNew calls its operator.
+FAKE_LOADER = '''
+import hashlib
+import importlib.util
+import os
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NAMESPACE = "kforge_cpu_" + hashlib.sha1((HERE + {op!r}).encode()).hexdigest()[:12]
+PROBLEM = os.path.join(HERE, {problem_file!r})
+OP = {op!r}
+INPUTS = {inputs}
+ATTRS = {attrs!r}
+CALLS = [0]
+
+
+def _problem():
+    spec = importlib.util.spec_from_file_location("problem_" + OP, PROBLEM)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_PROBLEM = _problem()
+_LIBRARY = []
+
+
+def load_op():
+    if not _LIBRARY:
+        library = torch.library.Library(NAMESPACE, "DEF")
+        _LIBRARY.append(library)
+        params = [f"Tensor x{{i}}" for i in range(INPUTS)] + [f"Tensor {{a}}" for a in ATTRS]
+        library.define(f"{{OP}}({{', '.join(params)}}) -> {result}")
+
+        def run(*args):
+            CALLS[0] += 1
+            model = _PROBLEM.Model()
+            for attr, value in zip(ATTRS, args[INPUTS:]):
+                getattr(model, attr).data = value
+            return model(*args[:INPUTS])
+
+        library.impl(OP, run, "CPU")
+    return getattr(getattr(torch.ops, NAMESPACE), OP)
+
+
+class ModelNew(_PROBLEM.Model):
+    def forward(self, *inputs):
+        return load_op()(*[x.contiguous() for x in inputs], *[getattr(self, a) for a in ATTRS])
+'''
+
+
+class AssembledKernelsTest(unittest.TestCase):
+    """The assembled model in kernels mode, on the CPU: every replaced region is its operator, called
+    from the staged graph (and, where torch has register_fake, under torch.compile)."""
+
+    def _assemble(self):
+        import json
+        import shutil
+        from kforge_torch.model.assemble import assemble
+        out = tempfile.TemporaryDirectory()
+        self.addCleanup(out.cleanup)
+        folder = out.name
+        doc = extract(os.path.join(MODELS, "mlp_stack.py"), folder, "cpu", None, 0.0, False)
+        os.makedirs(os.path.join(folder, "kernels"))
+        winners = []
+        for row in doc["regions"]:
+            if "problem" not in row:
+                continue
+            shutil.copyfile(os.path.join(folder, row["problem"]), os.path.join(folder, "kernels", row["id"] + ".py"))
+            result = "Tensor" if len(row["outputs"]) == 1 else "(" + ", ".join(["Tensor"] * len(row["outputs"])) + ")"
+            with open(os.path.join(folder, "kernels", row["id"] + "_load.py"), "w", encoding="utf-8") as f:
+                f.write(FAKE_LOADER.format(problem_file=row["id"] + ".py", op=row["id"], inputs=len(row["inputs"]),
+                                           attrs=row["attrs"], result=result))
+            winners.append({"problem": row["id"], "loader": f"kernels/{row['id']}_load.py"})
+        with open(os.path.join(folder, "winners.json"), "w", encoding="utf-8") as f:
+            json.dump({"winners": winners, "considered": []}, f)
+        written = assemble(folder)
+        return folder, written, len(winners)
+
+    def _models(self, folder, written):
+        program = ProblemFile(os.path.join(MODELS, "mlp_stack.py")).load()
+        original = program.build_model(3, "cpu")
+        os.environ["KFORGE_MODEL_REGIONS"] = "kernels"
+        self.addCleanup(os.environ.pop, "KFORGE_MODEL_REGIONS", None)
+        assembled = ProblemFile(written["assembled"]).load().build_model(3, "cpu")
+        assembled.load_state_dict(original.state_dict())
+        return original, assembled, program.make_inputs(4, "cpu")
+
+    def test_each_replaced_region_is_its_operator_called_from_the_staged_graph(self):
+        folder, written, count = self._assemble()
+        self.assertEqual(len(written["replaced"]), count)
+        original, assembled, inputs = self._models(folder, written)
+        with torch.no_grad():
+            want = original(*inputs)
+            got = assembled(*inputs)
+            got_again = assembled(*inputs)
+        self.assertTrue(torch.allclose(want, got, rtol=1e-5, atol=1e-6))
+        self.assertTrue(torch.equal(got, got_again))
+        assembly = assembled.__dict__["_kforge_assembly"]
+        gm = next(iter(assembly.staged.values()))[0]
+        called = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+        ops = [t for t in called if isinstance(t, torch._ops.OpOverload) and t.namespace.startswith("kforge_cpu_")]
+        self.assertEqual(len(ops), count)
+        self.assertTrue(all(isinstance(t, torch._ops.OpOverload) or t is operator.getitem for t in called))
+        self.assertTrue(all(e.order for e in assembly.exported.values()))
+
+    @unittest.skipUnless(HAS_FAKE, f"torch {torch.__version__} has no torch.library.register_fake (2.4+)")
+    def test_the_assembled_model_compiles_with_its_operators_in_the_graph(self):
+        folder, written, count = self._assemble()
+        original, assembled, inputs = self._models(folder, written)
+        with torch.no_grad():
+            want = original(*inputs)
+            assembled(*inputs)  # the first call captures the model, eagerly
+            compiled = torch.compile(assembled)
+            got = compiled(*inputs)
+        self.assertTrue(torch.allclose(want, got, rtol=1e-4, atol=1e-5))
+
+
 class ProblemFileTest(unittest.TestCase):
     def _extract(self, path, **kw):
         out = tempfile.TemporaryDirectory()

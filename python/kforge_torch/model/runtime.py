@@ -290,7 +290,7 @@ class Assembly:
 
     def forward(self, model, inputs):
         signature = (model.training,) + tuple(
-            (t.shape, t.dtype, t.device) if isinstance(t, torch.Tensor) else repr(t) for t in inputs)
+            (tuple(t.shape), t.dtype, str(t.device)) if isinstance(t, torch.Tensor) else repr(t) for t in inputs)
         entry = self.staged.get(signature)
         if entry is None:
             entry = self.staged[signature] = self._build(model, inputs, signature)
@@ -305,6 +305,7 @@ class Assembly:
             self.capturing = False
         part = partition(captured)
         _, _, state = model_state(model)
+        record(captured, [t.detach().clone() for t in state] + list(inputs))  # the shapes the keys read
         chosen = [(region, self.plan[k]) for region in part.regions
                   if (k := region_key(part, region)) in self.plan]
         # The first occurrence of each problem whose operator has not learnt its argument order
@@ -317,8 +318,9 @@ class Assembly:
                     exported = self.exported[entry["problem"]] = ExportedOperator(entry["loader"], entry["attrs"])
                 if exported.order is None and entry["problem"] not in learners:
                     learners[entry["problem"]] = region
-        keep = {n for r in learners.values() for n in r.inputs}
-        record(captured, [t.detach().clone() for t in state] + list(inputs), keep)
+        if learners:  # again, keeping those live-ins (one more forward, once per problem)
+            keep = {n for r in learners.values() for n in r.inputs}
+            record(captured, [t.detach().clone() for t in state] + list(inputs), keep)
         index_of = {n: i for i, n in enumerate(captured.placeholders())}
         with torch.no_grad():
             for problem, region in learners.items():
