@@ -58,11 +58,16 @@ std::optional<BetweenKernels> between(const Json& assembled, const std::vector<F
                                       std::optional<double> regions_after_s, bool with_profile)
 {
     auto seconds = seconds_of(ways, key);
-    if (!seconds || !regions_after_s)
+    if (!seconds)
         return std::nullopt;
-    BetweenKernels b{*seconds, *regions_after_s, std::nullopt};
-    if (with_profile)
+    BetweenKernels b{*seconds, regions_after_s, std::nullopt};
+    const Json kernels = assembled.value("kernels_s", Json());
+    if (kernels.is_object())
+        b.kernels_s = number_at(kernels, key);
+    else if (with_profile) // folders of the first side-by-side table
         b.kernels_s = number_at(assembled, "assembled_kernels_s");
+    if (!b.kernels_s && !regions_after_s)
+        return std::nullopt;
     return b;
 }
 
@@ -123,21 +128,33 @@ std::vector<std::string> forward_time_lines(const Json& assembled, std::optional
         if (!line.empty())
             lines.push_back(line);
     lines.insert(lines.end(), failures.begin(), failures.end());
+    const Json under = assembled.value("under_compile", Json());
+    if (under.is_object() && under.contains("kept") && under["kept"].is_array() && under.contains("trials") &&
+        under["trials"].is_array() && !under["trials"].empty())
+        lines.push_back(fmt::format("under torch.compile, {} of {} replaced regions stay kforge's operators: each was "
+                                    "added only where the compiled model got faster (assembled.json, under_compile)",
+                                    under["kept"].size(), under["trials"].size() - 1));
+    else if (under.is_object() && under.contains("error") && under["error"].is_string())
+        lines.push_back("the choice of operators under torch.compile failed: " + under["error"].get<std::string>());
     for (const char* key : {"assembled", "assembled_graph"}) {
         auto b = between(assembled, ways, key, regions_after_s, key == std::string("assembled"));
         if (!b)
             continue;
-        std::string line = fmt::format("between kernels, {}: {} - the regions' {} = {} ({:.1f}% of the forward)",
-                                       key == std::string("assembled") ? "assembled" : "as a CUDA graph",
-                                       ms_text(b->assembled_s), ms_text(b->regions_s), ms_text(b->overhead_s()),
-                                       100 * b->overhead_s() / b->assembled_s);
-        if (b->overhead_s() < 0)
-            line = fmt::format("between kernels, {}: none: {} is less than the regions' {} timed one by one",
-                               key == std::string("assembled") ? "assembled" : "as a CUDA graph",
-                               ms_text(b->assembled_s), ms_text(b->regions_s));
+        std::string way = key == std::string("assembled") ? "assembled" : "assembled as a CUDA graph";
+        std::string line;
         if (b->kernels_s)
-            line += fmt::format("; the GPU ran kernels {} of it ({:.1f}% idle, torch.profiler)", ms_text(b->kernels_s),
-                                100 * (b->assembled_s - *b->kernels_s) / b->assembled_s);
+            line = fmt::format("between kernels, {}: {} of {} ({:.1f}%): the GPU idle in a forward (torch.profiler: "
+                               "its kernels, copies and fills ran {})",
+                               way, ms_text(b->assembled_s - *b->kernels_s), ms_text(b->assembled_s),
+                               100 * (b->assembled_s - *b->kernels_s) / b->assembled_s, ms_text(b->kernels_s));
+        if (b->regions_s) {
+            std::string against = b->overhead_s() >= 0
+                ? fmt::format("the forward less the regions' {} = {} ({:.1f}%)", ms_text(b->regions_s),
+                              ms_text(b->overhead_s()), 100 * b->overhead_s() / b->assembled_s)
+                : fmt::format("the regions timed one by one take {}, more than the forward (each paid its own "
+                              "launches)", ms_text(b->regions_s));
+            line = line.empty() ? fmt::format("between kernels, {}: {}", way, against) : line + "; " + against;
+        }
         lines.push_back(line);
     }
     return lines;
@@ -160,9 +177,9 @@ Json forward_times_json(const Json& assembled, std::optional<double> regions_aft
         if (auto b = between(assembled, times, key, regions_after_s, key == std::string("assembled")))
             out[std::string("between_kernels_") + key] = {
                 {"assembled_s", b->assembled_s},
-                {"regions_s", b->regions_s},
-                {"overhead_s", b->overhead_s()},
-                {"share", b->overhead_s() / b->assembled_s},
+                {"regions_s", b->regions_s ? Json(*b->regions_s) : Json()},
+                {"overhead_s", b->regions_s ? Json(b->overhead_s()) : Json()},
+                {"share", b->regions_s ? Json(b->overhead_s() / b->assembled_s) : Json()},
                 {"kernels_s", b->kernels_s ? Json(*b->kernels_s) : Json()}};
     return out;
 }

@@ -28,9 +28,10 @@ std::vector<ForwardTime> forward_times(const Json& assembled);
 // region's time after assembly: its kernels' where replaced, its own where kept), and the GPU's
 // busy time per forward that the profiler saw, where measured.
 struct BetweenKernels {
-    double assembled_s = 0, regions_s = 0;
-    std::optional<double> kernels_s; // torch.profiler: the union of the forward's kernels, copies, fills
-    double overhead_s() const { return assembled_s - regions_s; }
+    double assembled_s = 0;
+    std::optional<double> regions_s;  // the regions' times after assembly, summed (measured folders)
+    std::optional<double> kernels_s;  // torch.profiler: the union of the forward's kernels, copies, fills
+    double overhead_s() const { return assembled_s - regions_s.value_or(0); }
 };
 
 // Lines of text: the table of ways (time, against eager, torch.compile and max-autotune, matches),

@@ -37,6 +37,21 @@ struct ModelSummary {
     double share_replaced = 0, share_kept = 0, share_outside = 0;
 };
 
+// Whether assemble's check found that `problem`'s operator made the compiled model slower, so the
+// assembled model leaves that region to Inductor under torch.compile.
+bool left_to_inductor(const Json& assembled, const std::string& problem)
+{
+    if (!assembled.is_object() || !assembled.contains("under_compile") || !assembled["under_compile"].is_object())
+        return false;
+    const Json& kept = assembled["under_compile"].value("kept", Json());
+    if (!kept.is_array())
+        return false;
+    for (const auto& k : kept)
+        if (k.is_string() && k.get<std::string>() == problem)
+            return false;
+    return true;
+}
+
 ModelSummary summarize(const fs::path& folder)
 {
     ModelSummary s;
@@ -81,6 +96,8 @@ ModelSummary summarize(const fs::path& folder)
         auto found = outcomes.find(line.id);
         line.outcome = found != outcomes.end() ? found->second : "";
         line.replaced = line.outcome == "replaced";
+        if (line.replaced && left_to_inductor(s.assembled, line.id))
+            line.outcome = "replaced; under torch.compile left to Inductor";
         if (line.replaced && line.eager && *line.eager > 0)
             line.after_s = line.before_s / *line.eager;
         (line.replaced ? s.share_replaced : s.share_kept) += line.share;

@@ -290,6 +290,25 @@ class AssembledKernelsTest(unittest.TestCase):
         self.assertTrue(all(isinstance(t, torch._ops.OpOverload) or t is operator.getitem for t in called))
         self.assertTrue(all(e.order for e in assembly.exported.values()))
 
+    def test_regions_left_to_inductor_are_the_models_own_operators_under_compile_only(self):
+        folder, written, count = self._assemble()
+        original, assembled, inputs = self._models(folder, written)
+        with torch.no_grad():
+            assembled(*inputs)
+        assembly = assembled.__dict__["_kforge_assembly"]
+        keep = sorted(assembly.exported)[:1]
+        assembly.set_under_compile(keep)
+        entry = next(iter(assembly.staged.values()))
+
+        def kforge_ops(gm):
+            return [n.target for n in gm.graph.nodes if n.op == "call_function"
+                    and isinstance(n.target, torch._ops.OpOverload) and n.target.namespace.startswith("kforge_cpu_")]
+        self.assertEqual(len(kforge_ops(entry[0])), count)  # eager: every replaced region
+        self.assertEqual(len(kforge_ops(entry[1])), 1)      # under torch.compile: the one kept
+        with torch.no_grad():
+            got = cap.unflatten_output(entry[2], entry[1](*entry[3], *inputs))
+            self.assertTrue(torch.allclose(original(*inputs), got, rtol=1e-5, atol=1e-6))
+
     @unittest.skipUnless(HAS_FAKE, f"torch {torch.__version__} has no torch.library.register_fake (2.4+)")
     def test_the_assembled_model_compiles_with_its_operators_in_the_graph(self):
         folder, written, count = self._assemble()

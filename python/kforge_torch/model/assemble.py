@@ -8,6 +8,7 @@ kforge_runtime/ (capture, regions, runtime: torch alone), so DIR can be moved or
 """
 import json
 import os
+import pprint
 import shutil
 import sys
 
@@ -69,7 +70,9 @@ class Model(_ORIGINAL.Model):
 '''
 
 
-def assemble(folder):
+def assemble(folder, under_compile=None):
+    """Writes MODEL_kforge.py and its runtime; `under_compile` (problem ids) marks which replaced
+    regions stay operators under torch.compile (all, when None)."""
     with open(os.path.join(folder, "model.json"), encoding="utf-8") as f:
         document = json.load(f)
     winners_path = os.path.join(folder, "winners.json")
@@ -85,7 +88,8 @@ def assemble(folder):
             raise ValueError(f"winners.json names {winner['problem']}, which model.json does not have")
         ident = "".join(c if c.isalnum() else "_" for c in winner["problem"])
         plan.append({"key": row["key"], "problem": winner["problem"], "loader": winner["loader"],
-                     "attrs": row["attrs"], "op": ident, "count": row["count"]})
+                     "attrs": row["attrs"], "op": ident, "count": row["count"],
+                     "under_compile": under_compile is None or winner["problem"] in under_compile})
     model_path = document["model"]
     model_file = os.path.basename(model_path)
     stem = os.path.splitext(model_file)[0]
@@ -97,10 +101,12 @@ def assemble(folder):
         shutil.copyfile(os.path.join(HERE, name), os.path.join(runtime, name))
     with open(os.path.join(runtime, "__init__.py"), "w", encoding="utf-8") as f:
         f.write('"""kforge model\'s runtime, copied beside MODEL_kforge.py (torch alone)."""\n')
-    replaced = "\n".join(f"  - {p['problem']} ({p['count']} time(s) per forward)" for p in plan) or "  (none)"
+    replaced = "\n".join(f"  - {p['problem']} ({p['count']} time(s) per forward"
+                         f"{'' if p['under_compile'] else '; left to Inductor under torch.compile'})"
+                         for p in plan) or "  (none)"
     text = TEMPLATE.format(stem=stem, folder=os.path.basename(os.path.abspath(folder)), replaced=replaced,
                            model_file=model_file, ident="".join(c if c.isalnum() else "_" for c in stem),
-                           regions=json.dumps(plan, indent=4))
+                           regions=pprint.pformat(plan, sort_dicts=False, width=110))
     path = os.path.join(folder, stem + "_kforge.py")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -213,6 +219,14 @@ def check(folder, device, mode="auto", iterations=20, seed=7, autotune=True):
             print(f"kforge model: {message}", file=sys.stderr, flush=True)
 
         with torch.no_grad():
+            if mode == "kernels" and winners and hasattr(torch, "compile"):
+                by_gain = [w["problem"] for w in sorted(winners, key=lambda w: -(w.get("speedup_compile") or 0))]
+                try:
+                    chosen, trials = endtoend.select_under_compile(assembled, inputs, by_gain, iterations, log)
+                    result["under_compile"] = {"kept": chosen, "trials": trials}
+                    assemble(folder, under_compile=chosen)  # MODEL_kforge.py remembers the choice
+                except Exception as e:  # torch.compile cannot take it: every way below says so
+                    result["under_compile"] = {"error": f"{type(e).__name__}: {str(e).strip()[:300]}"}
             built, failed = endtoend.build_variants(original, assembled, inputs,
                                                     lambda model, xs: GraphedForward(model, xs), autotune, log)
             # Each way the assembled model runs must give what the eager assembled model was checked to give.
@@ -222,9 +236,10 @@ def check(folder, device, mode="auto", iterations=20, seed=7, autotune=True):
                     _, ways[key] = _compare(want, [t.detach().clone() for t in _leaves(_outputs_of(built[key]))],
                                             _at_least(tolerance))
             times = endtoend.time_side_by_side(built, iterations)
-            kernels = endtoend.kernel_seconds(built["assembled"]) if "assembled" in built else None
+            kernels = {key: endtoend.kernel_seconds(built[key]) for key in ("assembled", "assembled_graph")
+                       if key in built}
         result.update({"times": times, "build_errors": failed, "matches_by_way": ways,
-                       "assembled_kernels_s": kernels, "iterations": iterations, "rounds": endtoend.ROUNDS})
+                       "kernels_s": kernels, "iterations": iterations, "rounds": endtoend.ROUNDS})
         # The earlier keys, kept for readers of older folders' documents.
         for key in ("eager", "compile", "assembled", "assembled_compile"):
             if key in times:

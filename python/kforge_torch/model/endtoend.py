@@ -16,7 +16,7 @@ import torch
 WARMUP = 3
 ROUNDS = 5
 
-# (key, what it is, how it is made from (model, inputs)): the order of the table.
+# The ways, in the order of the table.
 BASELINES = ("eager", "eager_graph", "compile", "compile_max_autotune")
 ASSEMBLED = ("assembled", "assembled_graph", "assembled_compile", "assembled_compile_max_autotune")
 LABELS = {
@@ -114,3 +114,39 @@ def build_variants(original, assembled, inputs, graphed, autotune, log):
     if autotune:
         attempt("assembled_compile_max_autotune", lambda: compiled(assembled, mode="max-autotune"))
     return built, errors
+
+
+# A region stays an operator under torch.compile only when adding it makes the compiled model
+# faster by more than this share (the spread of a compiled forward's median between builds).
+UNDER_COMPILE_MARGIN = 0.01
+
+
+def select_under_compile(assembled, inputs, candidates, iterations, log):
+    """Which replaced problems help the assembled model under torch.compile: forward selection from
+    none, in the order given (the best against torch.compile on its own region first), each added
+    only when the compiled model, compiled again, is faster by more than UNDER_COMPILE_MARGIN.
+    Returns (chosen, trials); leaves the assembly set to `chosen` and dynamo reset."""
+    assembly = assembled.__dict__["_kforge_assembly"]
+
+    def compiled_time(problems):
+        assembly.set_under_compile(problems)
+        torch._dynamo.reset()
+        compiled = torch.compile(assembled)
+        compiled(*inputs)
+        return time_side_by_side({"x": lambda: compiled(*inputs)}, iterations, rounds=3)["x"]
+
+    chosen, trials = [], []
+    best = compiled_time([])
+    trials.append({"problems": [], "seconds": best})
+    for problem in candidates:
+        seconds = compiled_time(chosen + [problem])
+        kept = seconds < best * (1 - UNDER_COMPILE_MARGIN)
+        trials.append({"problems": chosen + [problem], "seconds": seconds, "kept": kept})
+        log(f"under torch.compile, {problem}: {seconds * 1e6:.1f} us with it, {best * 1e6:.1f} us without: "
+            f"{'kept' if kept else 'left to Inductor'}")
+        if kept:
+            chosen.append(problem)
+            best = seconds
+    assembly.set_under_compile(chosen)
+    torch._dynamo.reset()
+    return chosen, trials

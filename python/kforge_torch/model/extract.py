@@ -34,8 +34,10 @@ def size_candidates(program, inputs):
 
 def _substitute(base, size_fit):
     """Writes the fitted expressions into the base graph, and for a device literal the device the
-    problem's tensors are made on (`torch.empty(0).device`: kforge runs a problem in a device mode).
-    Never an input's `.device`: fx's code drops each value after its last use (`x0 = None`)."""
+    problem's Model was built on (`self._device`, which the writer sets in __init__, where kforge's
+    device mode is in force). Never an input's `.device` (fx's code drops each value after its last
+    use: `x0 = None`), nor `torch.empty(0).device` in forward (torch.compile runs forward without
+    kforge's device mode: that is the CPU)."""
     for i, node in enumerate(base.nodes):
         for (index, path), expr in size_fit.literals.items():
             if index == i:
@@ -43,7 +45,7 @@ def _substitute(base, size_fit):
                 node.args, node.kwargs = args_kwargs
         if "device" in node.kwargs and isinstance(node.kwargs["device"], torch.device):
             kwargs = dict(node.kwargs)
-            kwargs["device"] = Expr("torch.empty(0).device")
+            kwargs["device"] = Expr("self._device")
             node.kwargs = kwargs
 
 

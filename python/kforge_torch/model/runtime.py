@@ -274,16 +274,28 @@ class GraphedForward:
         return self.outputs
 
 
+def _compiling():
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
+
+
 class Assembly:
     """What MODEL_kforge.py's Model runs: `regions` is the plan assemble wrote (one entry per
-    replaced problem: key, problem id, loader path, attribute names); mode "kernels" calls the
-    exported operators, "reference" the regions' own operators through the same wiring (a check of
-    the wiring where no GPU is)."""
+    replaced problem: key, problem id, loader path, attribute names, and whether it stays replaced
+    under torch.compile); mode "kernels" calls the exported operators, "reference" the regions' own
+    operators through the same wiring (a check of the wiring where no GPU is).
+
+    Two graphs per input signature: eager (and a CUDA graph of it) calls every replaced region's
+    operator; under torch.compile only those marked `under_compile`, because an operator is opaque to
+    Inductor: a region that beats torch.compile alone can still make the compiled model slower when
+    Inductor would have fused its work with a neighbour's (a SiLU into the multiply that reads it).
+    assemble's check measures which ones help the compiled model and marks them."""
 
     def __init__(self, regions, mode="kernels"):
         self.plan = {r["key"]: r for r in regions}
         self.mode = mode
-        self.staged = {}
+        self.under_compile = {r["problem"] for r in regions if r.get("under_compile", True)}
+        self.staged = {}     # signature -> [eager graph, compile graph, captured, state, partition, chosen]
         self.replaced = {}   # signature -> [problem ids replaced]
         self.exported = {}   # problem id -> ExportedOperator
         self.capturing = False  # while True, the model's forward is its own (capture records it)
@@ -294,8 +306,20 @@ class Assembly:
         entry = self.staged.get(signature)
         if entry is None:
             entry = self.staged[signature] = self._build(model, inputs, signature)
-        gm, captured, state = entry
-        return unflatten_output(captured, gm(*state, *inputs))
+        # Eager calls every replaced region's operator; a torch.compile trace, those kept under it.
+        gm = entry[1] if _compiling() else entry[0]
+        return unflatten_output(entry[2], gm(*entry[3], *inputs))
+
+    def set_under_compile(self, problems):
+        """Which replaced problems stay operators under torch.compile, from now on (the compiled
+        graphs of every signature are rebuilt; torch.compile must trace again to see it)."""
+        self.under_compile = set(problems)
+        for entry in self.staged.values():
+            entry[1] = self._staged(entry[4], entry[5], compiled=True)
+
+    def _staged(self, part, chosen, compiled):
+        return staged_module(part, {i: call for i, (problem, call) in chosen.items()
+                                    if not compiled or problem in self.under_compile})
 
     def _build(self, model, inputs, signature):
         self.capturing = True
@@ -326,20 +350,21 @@ class Assembly:
             for problem, region in learners.items():
                 laid = [as_problem_input(n, n.meta["kforge_value"]) for n in region.inputs]
                 self.exported[problem].learn(laid, [state[index_of[n]] for n in region.state])
-        replaced, used = {}, []
+        calls, used = {}, []
         for region, entry in chosen:
             reference = ReferenceRegion(part, region)
             if self.mode == "reference":
-                replaced[region.index] = PythonCall(reference)
+                call = PythonCall(reference)
             else:
                 exported = self.exported[entry["problem"]]
                 if exported.order:
                     register_fake(exported, region, reference)
-                    replaced[region.index] = OperatorCall(exported, region)
+                    call = OperatorCall(exported, region)
                 else:
-                    replaced[region.index] = PythonCall(ModelNewCall(exported, region))
+                    call = PythonCall(ModelNewCall(exported, region))
+            calls[region.index] = (entry["problem"], call)
             used.append(entry["problem"])
         self.replaced[signature] = used
         # The model's tensors, kept: the same objects across calls (load_state_dict and .to() change
         # them in place), so a forward does not walk the module tree again.
-        return staged_module(part, replaced), captured, state
+        return [self._staged(part, calls, False), self._staged(part, calls, True), captured, state, part, calls]

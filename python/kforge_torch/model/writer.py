@@ -174,6 +174,8 @@ def write_problem(path, model_file, partition, region, occurrences, names, size_
     for name, value in sorted(size_fit.symbols.items()):
         lines.append(f"{name} = {value}")
     lines += ["", "", "class Model(nn.Module):", "    def __init__(self):", "        super().__init__()"]
+    if "self._device" in body:  # the device forward names: where kforge builds the model
+        lines.append("        self._device = torch.empty(0).device")
     for node in region.state:
         state_name = captured.state_names[index_of[node]]
         tensor = state_values[state_name]
