@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "export/export.hpp"
+#include "model/documents.hpp"
 #include "model/end_to_end.hpp"
 #include "model/model.hpp"
 #include "model/python.hpp"
@@ -52,7 +53,7 @@ std::string speedup_text(const std::optional<double>& s)
 int run_model_assemble(const ModelAssembleOptions& o)
 {
     fs::path folder = fs::absolute(o.folder);
-    Json doc = read_model_document(folder, "model.json", "run `kforge model extract` or `optimize` first");
+    Json doc = read_model_document(folder, ModelDocument::model, "run `kforge model extract` or `optimize` first");
     fs::path suite_root = folder / "suite";
     std::error_code ec;
     if (!fs::exists(suite_root / "suite.json", ec))
@@ -115,12 +116,16 @@ int run_model_assemble(const ModelAssembleOptions& o)
     Json written = run_model_python({"assemble", folder.string()}, o.time_limit_s, "assemble " + folder.string());
     Json checked = run_model_python({"check", folder.string(), "--device", o.device}, o.time_limit_s,
                                     "check the assembled model in " + folder.string());
+    check_model_document(checked, ModelDocument::assembled, (folder / "assembled.json").string());
 
     TextTable table({{"region"}, {"vs eager", TextTable::Align::right}, {"vs compile", TextTable::Align::right},
                      {"assembled"}});
     for (const auto& d : decisions)
         table.add_row({d.problem, speedup_text(d.eager), speedup_text(d.compile), d.outcome});
-    std::string out = fmt::format("assembled {}: {} of {} regions replaced\n", written.value("assembled", "?"),
+    std::string assembled_path = written.contains("assembled") && written["assembled"].is_string()
+                                     ? written["assembled"].get<std::string>()
+                                     : "?";
+    std::string out = fmt::format("assembled {}: {} of {} regions replaced\n", assembled_path,
                                   winners.size(), decisions.size());
     out += table.render();
     bool matches = checked.value("matches", false);

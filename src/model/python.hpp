@@ -1,5 +1,4 @@
-// The model room's two internal helpers: the PyTorch side (python/kforge_torch/model) run in a
-// killable child, and the folder's JSON documents read back.
+// The model room's PyTorch side (python/kforge_torch/model), run in a killable child.
 #pragma once
 
 #include <filesystem>
@@ -15,8 +14,5 @@ namespace kforge {
 // Error(interrupted) at Ctrl-C, Error(runtime) when no python3 here imports torch.
 Json run_model_python(const std::vector<std::string>& args, double time_limit_s, const std::string& what);
 
-// DIR/<name> parsed; Error(bad_input) naming the file when it is missing or not JSON, with `hint`
-// (the step that writes it).
-Json read_model_document(const std::filesystem::path& folder, const std::string& name, const std::string& hint);
 
 } // namespace kforge

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "model/documents.hpp"
 #include "model/end_to_end.hpp"
 #include "model/model.hpp"
 #include "model/python.hpp"
@@ -55,17 +56,17 @@ bool left_to_inductor(const Json& assembled, const std::string& problem)
 ModelSummary summarize(const fs::path& folder)
 {
     ModelSummary s;
-    Json doc = read_model_document(folder, "model.json", "run `kforge model extract` or `optimize` first");
+    Json doc = read_model_document(folder, ModelDocument::model, "run `kforge model extract` or `optimize` first");
     s.folder = folder.string();
     s.model = doc.value("model", "?");
     s.measured = doc.value("measured", false);
     s.timing = doc.value("timing", Json());
     std::error_code ec;
     if (fs::exists(folder / "assembled.json", ec))
-        s.assembled = read_model_document(folder, "assembled.json", "");
+        s.assembled = read_model_document(folder, ModelDocument::assembled, "");
     std::map<std::string, std::string> outcomes;
     if (fs::exists(folder / "winners.json", ec)) {
-        Json winners = read_model_document(folder, "winners.json", "");
+        Json winners = read_model_document(folder, ModelDocument::winners, "");
         for (const auto& c : winners["considered"])
             outcomes[c.value("problem", "")] = c.value("outcome", "");
     }

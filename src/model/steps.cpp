@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "model/documents.hpp"
 #include "model/model.hpp"
 #include "model/python.hpp"
 #include "util/error.hpp"
@@ -117,7 +118,10 @@ Json cut(const char* step, const ModelCutOptions& o)
     fs::create_directories(o.folder, ec);
     if (ec)
         fail_runtime("cannot create {}: {}", o.folder, ec.message());
-    return run_model_python(cut_args(step, o), o.time_limit_s, fmt::format("{} {}", step, o.model));
+    Json doc = run_model_python(cut_args(step, o), o.time_limit_s, fmt::format("{} {}", step, o.model));
+    check_model_document(doc, ModelDocument::model,
+                         (fs::path(o.folder) / (step == std::string("profile") ? "profile.json" : "model.json")).string());
+    return doc;
 }
 
 } // namespace

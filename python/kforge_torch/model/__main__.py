@@ -1,8 +1,10 @@
-"""`python3 -m kforge_torch.model {profile,extract,assemble,check} ...`: kforge model's PyTorch side.
+"""`python3 -m kforge_torch.model {profile,extract,assemble,check} ... [--result FILE]`: kforge model's
+PyTorch side.
 
 `kforge model` runs these in a killable child (as `task import` runs the importer) and reads the one
-JSON object each prints on stdout: the result, or {"error": "..."} with exit 1. What the model's own
-file prints goes to stderr.
+JSON object each writes: the result, or {"error": "..."} with exit 1. With `--result FILE` it goes to
+FILE (kforge passes a fresh file of its own, so that nothing the model prints, even through fd 1,
+can stand in for the result); without, to stdout. What the model's own file prints goes to stderr.
 """
 import argparse
 import contextlib
@@ -13,8 +15,10 @@ import traceback
 
 
 class _Parser(argparse.ArgumentParser):
+    result_out = None
+
     def error(self, message):
-        print(json.dumps({"error": f"usage: {message}"}))
+        _Parser.result_out.write({"error": f"usage: {message}"})
         sys.exit(1)
 
 
@@ -50,7 +54,33 @@ def _device(text):
     return text
 
 
+class _Result:
+    """Where the one JSON object goes: FILE (written whole, then renamed) or stdout."""
+
+    def __init__(self, argv):
+        self.path = None
+        if "--result" in argv:
+            at = argv.index("--result")
+            self.path = argv[at + 1] if at + 1 < len(argv) else None
+            del argv[at:at + 2]
+        self.stdout = sys.stdout
+
+    def write(self, value):
+        text = json.dumps(value)
+        if self.path is None:
+            print(text, file=self.stdout)
+            return
+        import os
+        partial = self.path + ".partial"
+        with open(partial, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(partial, self.path)
+
+
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    result_out = _Result(argv)
+    _Parser.result_out = result_out
     parser = _Parser(prog="python3 -m kforge_torch.model")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("profile", "extract"):
@@ -72,11 +102,10 @@ def main(argv=None):
     p.add_argument("--device", default="auto")
     p.add_argument("--mode", default="auto", choices=("auto", "kernels", "reference"))
     args = parser.parse_args(argv)
-    stdout = sys.stdout
     try:
         import torch  # noqa: F401
     except Exception as e:
-        print(json.dumps({"error": f"{sys.executable} cannot import torch ({type(e).__name__}: {e})"}), file=stdout)
+        result_out.write({"error": f"{sys.executable} cannot import torch ({type(e).__name__}: {e})"})
         return 1
     from ..problem import ProblemError
     from .shim import ShimError, write_shim
@@ -99,22 +128,22 @@ def main(argv=None):
                 from .assemble import check
                 result = check(args.folder, _device(args.device), args.mode)
     except ProblemError as e:
-        print(json.dumps({"error": str(e)}), file=stdout)
+        result_out.write({"error": str(e)})
         return 1
     except ShimError as e:  # --model-class, --inputs
-        print(json.dumps({"error": str(e)}), file=stdout)
+        result_out.write({"error": str(e)})
         return 1
     except TorchTooOld as e:
-        print(json.dumps({"error": str(e)}), file=stdout)
+        result_out.write({"error": str(e)})
         return 1
     except Exception as e:
         where = traceback.extract_tb(e.__traceback__)[-1]
         first = str(e).strip().splitlines()[0][:500] if str(e).strip() else ""
-        print(json.dumps({"error": f"{type(e).__name__}: {first} (at {where.filename.rsplit('/', 1)[-1]}:"
-                                   f"{where.lineno})"}), file=stdout)
+        result_out.write({"error": f"{type(e).__name__}: {first} (at {where.filename.rsplit('/', 1)[-1]}:"
+                                   f"{where.lineno})"})
         traceback.print_exc(file=sys.stderr)
         return 1
-    print(json.dumps(_safe(result)), file=stdout)
+    result_out.write(_safe(result))
     return 0
 
 
