@@ -47,13 +47,14 @@ void add_cut_flags(CLI::App* cmd, ModelCutFlags& f, bool selection)
     cmd->add_option("--model-class", f.cut.model_class, "an ordinary file's model class (with --inputs)")
         ->check(non_empty());
     cmd->add_option("--inputs", f.cut.inputs, "with --model-class: a Python expression making the forward's inputs, "
-                                              "e.g. \"[torch.randn(8, 128, 768)]\"; its integers become size variables")
+                                              "e.g. \"[torch.randn(8, 128, 768)]\"; its integers become size "
+                                              "variables. It runs as Python, as the model's own code does")
         ->check(non_empty());
     cmd->add_option("--sizes", f.cut.sizes, "rebind the model's size variables first, e.g. batch_size=2,seq_len=64 "
                                             "(cut a model too large for this machine at smaller sizes)")
         ->check(non_empty());
     cmd->add_option("--init-inputs", f.cut.init_inputs, "with --model-class: the constructor's arguments, e.g. "
-                                                        "\"[768, 12]\"")
+                                                        "\"[768, 12]\"; a Python expression, run as the model's code is")
         ->capture_default_str();
     cmd->add_option("-o,--output", f.cut.folder, "the model folder (docs/model.md lists what it holds)")->required();
     cmd->add_option("--device", f.cut.device, "where the model is captured and timed: auto (a GPU where torch sees "
@@ -66,6 +67,9 @@ void add_cut_flags(CLI::App* cmd, ModelCutFlags& f, bool selection)
     cmd->add_flag("--no-measure", f.no_measure, "rank regions by the estimate even on a GPU");
     if (!selection)
         return;
+    cmd->add_flag("--force", f.cut.force, "extract into a folder that holds another model's extraction (another "
+                                          "file, other --sizes or another selection), discarding what kforge "
+                                          "wrote there");
     cmd->add_option("--top", f.cut.top, "at most N regions, the most time first")->check(whole_number(1, 1000));
     cmd->add_option("--min-share", f.min_share, "leave out regions under this share of the model's time (2% or "
                                                 "0.02)")

@@ -33,6 +33,7 @@ struct ModelCutOptions {
     double min_share = 0.02;      // regions under this share of the time are left out
     bool measure = true;          // time the regions on the GPU (when the device is cuda)
     double time_limit_s = 1800;   // the PyTorch child's wall-time limit
+    bool force = false;           // extract into a folder that holds another model's extraction (folder.hpp)
 };
 
 // profile: the model's regions and times (or estimates without a GPU), DIR/profile.json, a table.

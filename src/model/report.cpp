@@ -264,6 +264,10 @@ int run_model_report(const ModelReportOptions& options)
 {
     ModelSummary s = summarize(fs::absolute(options.folder));
     if (!options.output.empty()) {
+        std::error_code ec;
+        fs::path parent = fs::path(options.output).parent_path();
+        if (!parent.empty())
+            fs::create_directories(parent, ec); // as `kforge report -o` does; a failure shows on the write
         write_file_atomic(options.output, render_html(s));
         std::fputs(fmt::format("wrote {}\n", options.output).c_str(), stdout);
         return 0;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "model/documents.hpp"
+#include "model/folder.hpp"
 #include "model/model.hpp"
 #include "model/python.hpp"
 #include "util/error.hpp"
@@ -97,6 +98,14 @@ std::vector<std::string> cut_args(const char* step, const ModelCutOptions& o)
     return args;
 }
 
+// -o names a folder: an existing file there is a mistake on the command line (as `suite run -o`).
+void check_model_folder_path(const std::string& given)
+{
+    std::error_code ec;
+    if (fs::exists(given, ec) && !fs::is_directory(given, ec))
+        fail(ErrorKind::usage, "-o {}: is a file, not a folder; a model folder holds many files (docs/model.md)", given);
+}
+
 void check_model_file(const std::string& given)
 {
     std::error_code ec;
@@ -115,6 +124,7 @@ Json cut(const char* step, const ModelCutOptions& o)
                                "(e.g. \"[torch.randn(8, 512)]\")",
              o.model_class);
     std::error_code ec;
+    check_model_folder_path(o.folder);
     fs::create_directories(o.folder, ec);
     if (ec)
         fail_runtime("cannot create {}: {}", o.folder, ec.message());
@@ -136,7 +146,12 @@ int run_model_profile(const ModelCutOptions& options)
 
 int run_model_extract(const ModelCutOptions& options)
 {
+    check_model_file(options.model);
+    check_model_folder_path(options.folder);
+    ModelFolderIdentity identity = model_folder_identity(options);
+    prepare_model_folder(fs::absolute(options.folder), identity, options.force);
     Json doc = cut("extract", options);
+    record_model_folder(fs::absolute(options.folder), identity);
     std::fputs(render_cut(doc, true).c_str(), stdout);
     std::fputs(fmt::format("wrote {} and the problems in {}\n", (fs::path(options.folder) / "model.json").string(),
                            (fs::path(options.folder) / "regions").string())
@@ -154,11 +169,17 @@ int run_model_optimize(const ModelCutOptions& cut_options, SuiteRunRequest suite
     // not after minutes of extraction).
     if (suite.merge_settings)
         suite.merge_settings(SuiteSettings{});
-    bool resuming = fs::exists(folder / "suite" / "suite.json", ec) && fs::exists(folder / "model.json", ec);
+    check_model_file(cut_options.model);
+    check_model_folder_path(cut_options.folder);
+    ModelFolderIdentity identity = model_folder_identity(cut_options);
+    bool resuming = fs::exists(folder / "suite" / "suite.json", ec) && fs::exists(folder / "model.json", ec) &&
+                    model_folder_holds(folder, identity) && !cut_options.force;
     if (resuming) {
-        log_info("{} holds an extraction and a suite: resuming the suite", folder.string());
+        log_info("{} holds this model's extraction and a suite: resuming the suite", folder.string());
     } else {
+        prepare_model_folder(folder, identity, cut_options.force);
         Json doc = cut("extract", cut_options);
+        record_model_folder(folder, identity);
         std::fputs(render_cut(doc, true).c_str(), stdout);
         bool any = false;
         for (const auto& r : doc["regions"])

@@ -133,3 +133,125 @@ TEST_CASE("model commands refuse what they cannot use, naming it, before anythin
     CHECK(failed.exit_code == 3);
     CHECK_THAT(failed.err, Catch::Contains("the model is broken"));
 }
+
+TEST_CASE("a model folder holds one model: another model, other sizes or selection is refused unless --force",
+          "[torch][model]")
+{
+    TempDir dir;
+    fs::path folder = dir / "m";
+    std::string mlp = (fixtures_dir() / "model" / "mlp_stack.py").string();
+    fs::path other = dir / "other.py";
+    fs::copy_file(mlp, other);
+    CommandResult first = run_kforge({"model", "extract", mlp, "-o", folder.string(), "--device", "cpu"});
+    REQUIRE(first.exit_code == 0);
+    REQUIRE(fs::exists(folder / "folder.json"));
+    fs::path marker = folder / "mine.txt"; // not kforge's: --force must leave it
+    write_file_atomic(marker, "the user's own file\n");
+
+    CommandResult again = run_kforge({"model", "extract", mlp, "-o", folder.string(), "--device", "cpu"});
+    CHECK(again.exit_code == 0); // the same model, sizes and selection: the folder is its own
+
+    CommandResult another = run_kforge({"model", "optimize", other.string(), "-o", folder.string(), "--device", "cpu"});
+    CHECK(another.exit_code == 3);
+    CHECK_THAT(another.err, Catch::Contains("holds another extraction") && Catch::Contains("other.py"));
+    CommandResult sizes = run_kforge({"model", "extract", mlp, "-o", folder.string(), "--device", "cpu", "--sizes",
+                                      "batch_size=64"});
+    CHECK(sizes.exit_code == 3);
+    CHECK_THAT(sizes.err, Catch::Contains("--sizes (none, not batch_size=64)"));
+    CommandResult top = run_kforge({"model", "extract", mlp, "-o", folder.string(), "--device", "cpu", "--top", "1"});
+    CHECK(top.exit_code == 3);
+    CHECK_THAT(top.err, Catch::Contains("--top none"));
+    CHECK(parse_json_text(read_file(folder / "model.json"), "model.json")["size_symbols"]["batch_size"] == 512);
+
+    CommandResult forced = run_kforge({"model", "extract", mlp, "-o", folder.string(), "--device", "cpu", "--sizes",
+                                       "batch_size=64", "--force"});
+    REQUIRE(forced.exit_code == 0);
+    CHECK(parse_json_text(read_file(folder / "model.json"), "model.json")["size_symbols"]["batch_size"] == 64);
+    CHECK(fs::exists(marker));
+
+    CommandResult zero = run_kforge({"model", "extract", mlp, "-o", (dir / "z").string(), "--device", "cpu", "--sizes",
+                                     "batch_size=0"});
+    CHECK(zero.exit_code == 3);
+    CHECK_THAT(zero.err, Catch::Contains("batch_size = 0"));
+    CommandResult file = run_kforge({"model", "extract", mlp, "-o", marker.string(), "--device", "cpu"});
+    CHECK(file.exit_code == 2);
+    CHECK_THAT(file.err, Catch::Contains("is a file, not a folder"));
+}
+
+TEST_CASE("what a model prints on stdout never stands in for the PyTorch side's result", "[torch][model]")
+{
+    TempDir dir;
+    fs::path forger = dir / "forger.py";
+    write_file_atomic(forger, "import os, torch\n"
+                              "os.write(1, b'{\"regions\": 5, \"model\": 7}\\n')\n"
+                              "batch_size = 16\n"
+                              "class Model(torch.nn.Module):\n"
+                              "    def __init__(self):\n        super().__init__()\n"
+                              "        self.proj = torch.nn.Linear(32, 32)\n"
+                              "    def forward(self, x):\n"
+                              "        os.write(1, b'{\"error\": \"forged\"}\\n')\n"
+                              "        return self.proj(x).relu()\n"
+                              "def get_inputs():\n    return [torch.randn(batch_size, 32)]\n"
+                              "def get_init_inputs():\n    return []\n");
+    CommandResult run = run_kforge({"model", "extract", forger.string(), "-o", (dir / "f").string(), "--device", "cpu",
+                                    "--min-share", "0"});
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 0);
+    Json doc = parse_json_text(read_file(dir / "f" / "model.json"), "model.json");
+    CHECK(doc["regions"].is_array());
+    CHECK(!doc["regions"].empty());
+}
+
+TEST_CASE("model report refuses a damaged document naming the file and the field", "[model]")
+{
+    TempDir dir;
+    fs::path folder = dir / "m";
+    fs::create_directories(folder);
+    Json model = {{"model", "/somewhere/net.py"},
+                  {"measured", false},
+                  {"regions", Json::array({{{"id", "net_r00_gemm"}, {"count", 1}, {"share", 1.0}}})}};
+    write_file_atomic(folder / "model.json", model.dump());
+    CommandResult fine = run_kforge({"model", "report", folder.string()});
+    CHECK(fine.exit_code == 0);
+
+    struct Damage {
+        const char* file;
+        std::string text;
+        const char* says;
+    };
+    Json bad_count = model;
+    bad_count["regions"][0]["count"] = "twelve";
+    Json no_regions = model;
+    no_regions.erase("regions");
+    Damage damages[] = {
+        {"model.json", bad_count.dump(), "model.json: regions[0].count must be a number, got a string"},
+        {"model.json", no_regions.dump(), "model.json: regions is missing"},
+        {"model.json", "{\"model\": ", "model.json: not JSON"},
+        {"winners.json", R"({"winners": [{"problem": 3, "loader": "k.py"}]})",
+         "winners.json: winners[0].problem must be a string, got a number"},
+        {"winners.json", R"({"winners": {}})", "winners.json: winners must be a list"},
+        {"assembled.json", R"({"matches": "yes"})", "assembled.json: matches must be true or false, got a string"},
+        {"assembled.json", R"({"times": {"eager": "fast"}})", "assembled.json: times.eager must be a number"},
+        {"assembled.json", R"({"under_compile": {"kept": [1]}})", "assembled.json: under_compile.kept[0] must be a string"},
+    };
+    for (const auto& d : damages) {
+        write_file_atomic(folder / "model.json", model.dump());
+        fs::remove(folder / "winners.json");
+        fs::remove(folder / "assembled.json");
+        write_file_atomic(folder / d.file, d.text);
+        for (const char* json : {"", "--json"}) {
+            std::vector<std::string> args{"model", "report", folder.string()};
+            if (*json)
+                args.push_back(json);
+            CommandResult r = run_kforge(args);
+            INFO(d.file << ": " << d.text << "\n" << r.err);
+            CHECK(r.exit_code == 3);
+            CHECK_THAT(r.err, Catch::Contains(d.says));
+        }
+    }
+    fs::remove(folder / "assembled.json");
+    write_file_atomic(folder / "model.json", model.dump());
+    CommandResult page = run_kforge({"model", "report", folder.string(), "-o", (dir / "new" / "dir" / "p.html").string()});
+    CHECK(page.exit_code == 0);
+    CHECK(fs::exists(dir / "new" / "dir" / "p.html"));
+}

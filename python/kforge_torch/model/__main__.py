@@ -42,6 +42,9 @@ def _sizes(text):
             out[name.strip()] = int(value)
         except ValueError:
             raise ShimError(f"--sizes '{text}': expected name=integer pairs, e.g. batch_size=2,seq_len=64") from None
+        if out[name.strip()] < 1:
+            raise ShimError(f"--sizes '{text}': {name.strip()} = {out[name.strip()]}: a size is a whole number of "
+                            "at least 1 (a problem of size 0 has nothing to compute)")
     return out
 
 
