@@ -364,6 +364,30 @@ class ProblemFileTest(unittest.TestCase):
         self.assertGreater(seconds, 5 * fused_bytes / estimate.BANDWIDTH)
         self.assertGreaterEqual(seconds, 6 * estimate.KERNEL_FLOOR)  # pow, mean, add, rsqrt, mul, mul
 
+    def test_a_model_too_large_to_capture_is_refused_before_any_tensor_is_made(self):
+        from kforge_torch.model.memory import TooLarge, check_capture_memory
+        large = support.problem_file(self, """
+            import torch
+            batch_size = 1 << 20
+            width = 1 << 16
+            class Model(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = torch.nn.Linear(width, 8)
+                def forward(self, x):
+                    return torch.relu(self.proj(x * 2.0))
+            def get_inputs():
+                return [torch.randn(batch_size, width)]
+            def get_init_inputs():
+                return []
+        """)  # its input alone is 256 GiB: made for real, it would take the machine down
+        logged = []
+        with self.assertRaisesRegex(TooLarge, "256.00 GiB.*--sizes"):
+            check_capture_memory(ProblemFile(large), None, "cpu", logged.append)
+        small = support.problem_file(self, RMSNORM)
+        check_capture_memory(ProblemFile(small), None, "cpu", logged.append)
+        self.assertTrue(any("the capture needs about" in line for line in logged))
+
     def test_a_missing_torch_api_names_the_version_it_needs(self):
         error = torch_too_old(AttributeError("module 'torch.nn.functional' has no attribute "
                                              "'scaled_dot_product_attention'"))

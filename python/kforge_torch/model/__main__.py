@@ -112,6 +112,7 @@ def main(argv=None):
         return 1
     from ..problem import ProblemError
     from .shim import ShimError, write_shim
+    from .memory import TooLarge
     from .sizes import TorchTooOld
     try:
         with contextlib.redirect_stdout(sys.stderr):
@@ -136,7 +137,7 @@ def main(argv=None):
     except ShimError as e:  # --model-class, --inputs
         result_out.write({"error": str(e)})
         return 1
-    except TorchTooOld as e:
+    except (TorchTooOld, TooLarge) as e:
         result_out.write({"error": str(e)})
         return 1
     except Exception as e:

@@ -15,6 +15,7 @@ import torch
 from ..problem import ProblemFile
 from . import estimate, profile
 from .capture import record
+from .memory import check_capture_memory
 from .regions import partition as cut, structure_key
 from .sizes import Expr, Point, capture_point, fit_sizes, node_literals, replace_at
 from .shim import lift_input_literals
@@ -57,6 +58,7 @@ class Extraction:
 def analyse(model_path, device, measure, sizes=None):
     """Everything but the files: the partition, the unique regions with counts, times or estimates."""
     problem_file = ProblemFile(model_path)
+    check_capture_memory(problem_file, sizes or None, device, _log)
     program, model, inputs, captured, state = capture_point(problem_file, sizes or None, device)
     part = cut(captured)
     keep = {n for r in part.regions for n in r.inputs}
