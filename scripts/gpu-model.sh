@@ -10,7 +10,7 @@
 #
 #   KF_MODELS        fixtures to optimize (default: llama_block gpt_block gpt2_block; gpt2_block
 #                    needs transformers)
-#   KF_MODEL_BUDGET  seconds each model's optimize may take (default 400)
+#   KF_MODEL_BUDGET  seconds each model's optimize may take (default 400; KF_MODEL_BUDGET_<model> for one)
 #   KF_MIN_SHARE     extract's --min-share (default 0.005: every region worth a problem)
 # Everything lands in $OUT/model.tgz; printed last: the call cost and each model's report.
 set -uo pipefail
@@ -33,7 +33,8 @@ echo "transformers $hf"
 optimize() {  # model name
     local model="tests/fixtures/model/$1.py"
     say "model optimize $model"
-    timeout -s INT -k 30 "$budget" "$KF" model optimize "$model" -o "$out/$1" --model "replay:$replies/" \
+    local limit_var="KF_MODEL_BUDGET_$1"
+    timeout -s INT -k 30 "${!limit_var:-$budget}" "$KF" model optimize "$model" -o "$out/$1" --model "replay:$replies/" \
         --import-jobs 8 --no-knowledge --progress lines --device cuda --min-share "${KF_MIN_SHARE:-0.005}" \
         >"$out/$1.out" 2>"$out/$1.log"
     echo "$1 optimize rc=$?" | tee "$out/$1.rc"
