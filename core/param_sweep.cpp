@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/source.hpp"
 #include "util/hash.hpp"
 #include "util/rng.hpp"
 
@@ -84,6 +85,17 @@ Json ParamSweep::to_json() const
                 {"cap", cap},
                 {"seed", fmt::format("{:016x}", seed)},
                 {"note", describe()}};
+}
+
+ParamPoint params_for_compile(std::string_view source, const ParamPoint& point)
+{
+    std::vector<std::string> names;
+    for (const auto& [name, value] : point)
+        names.push_back(name);
+    ParamPoint used;
+    for (const auto& name : identifiers_used(source, names))
+        used[name] = point.at(name);
+    return used;
 }
 
 } // namespace kforge

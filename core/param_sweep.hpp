@@ -38,4 +38,9 @@ struct ParamSweep {
 // The points to sweep for `plan` under a cap of `cap` points (see above).
 ParamSweep sweep_param_points(const Plan& plan, size_t cap);
 
+// The part of `point` NVRTC must see for `source`: the params its code mentions. A param that only
+// the plan reads (a library step's ALGO, a block size used in "grid" alone) changes nothing the
+// compiler makes, so every value of it shares one compile (and one CUBIN in the cache).
+ParamPoint params_for_compile(std::string_view source, const ParamPoint& point);
+
 } // namespace kforge

@@ -161,4 +161,22 @@ std::string normalized_source_hash(std::string_view source)
     return hash_hex(collapsed);
 }
 
+std::vector<std::string> identifiers_used(std::string_view source, const std::vector<std::string>& names)
+{
+    std::string code = strip_comments_and_strings(source);
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    std::vector<std::string> used;
+    for (const auto& name : names) {
+        for (size_t at = code.find(name); at != std::string::npos; at = code.find(name, at + 1)) {
+            bool starts = at == 0 || !word(code[at - 1]);
+            bool ends = at + name.size() == code.size() || !word(code[at + name.size()]);
+            if (starts && ends) {
+                used.push_back(name);
+                break;
+            }
+        }
+    }
+    return used;
+}
+
 } // namespace kforge

@@ -26,6 +26,11 @@ struct IncludeDirective {
 };
 std::vector<IncludeDirective> find_includes(std::string_view source);
 
+// The names among `names` that the code (comments and strings left out) mentions as an identifier:
+// the params that can change what NVRTC compiles. A param only the launch plan reads (a library
+// step's ALGO, a grid size) is not among them, so its values share one compile.
+std::vector<std::string> identifiers_used(std::string_view source, const std::vector<std::string>& names);
+
 // Hash of the source with comments removed and whitespace runs collapsed, so two candidates that
 // differ only in comments or formatting count as duplicates. The plan block is part of the
 // comments, so the plan is hashed separately by the caller where it matters.

@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "core/param_sweep.hpp"
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
+#include "evaluator/compile/compile_cache.hpp"
 #include "evaluator/compile/launch_args.hpp"
 #include "evaluator/measurement_memo.hpp"
 
@@ -29,7 +31,7 @@ std::vector<CompileRequest> variant_requests(const std::string& source, const st
             CompileRequest request;
             request.source = source;
             request.arch = arch;
-            request.params = point;
+            request.params = params_for_compile(source, point);
             request.kernels = kernels;
             requests.push_back(std::move(request));
         }
@@ -90,10 +92,17 @@ PreparedJob prepare_job(const Task& task, EvalJob job, CompilePool& pool, const 
         prepared.param_points = sweep.to_json();
         points = std::move(sweep.points);
     }
-    std::vector<std::future<CompileResult>> futures;
+    // Points that differ only in params the code does not read are one compile (params_for_compile).
+    std::vector<std::shared_future<CompileResult>> futures;
+    std::map<std::string, std::shared_future<CompileResult>> by_key;
     for (auto& request : variant_requests(source, kernels, points, arches)) {
         ++compiling;
-        futures.push_back(std::async(std::launch::async, [&pool, request = std::move(request)] { return pool.compile(request); }));
+        auto [it, fresh] = by_key.try_emplace(compile_cache_key(request));
+        if (fresh)
+            it->second = std::async(std::launch::async, [&pool, request = std::move(request)] {
+                             return pool.compile(request);
+                         }).share();
+        futures.push_back(it->second);
     }
     Json origin{{"ticket", prepared.job.ticket}};
     if (!prepared.job.label.empty())

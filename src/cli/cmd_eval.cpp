@@ -90,7 +90,7 @@ int run_compile_only(const Task& task, const std::string& source, const EvalComm
         CompileRequest request;
         request.source = source;
         request.arch = arch;
-        request.params = point;
+        request.params = params_for_compile(source, point);
         request.kernels = kernels;
         CompileResult result = pool.compile(request);
         if (std::string mismatch = check_launch_arguments(task, plan, result); !mismatch.empty())

@@ -89,3 +89,21 @@ TEST_CASE("the sample depends on the params alone: the same params give the same
     CHECK(tight.sampled());
     CHECK(distinct.size() == 63);
 }
+
+TEST_CASE("a param only the plan reads is not passed to NVRTC, so its values share one compile", "[core][plan]")
+{
+    std::string source = R"(/* kforge:plan
+{ "params": {"ALGO": [0, 1, 2, 3], "BLOCK": [128, 256], "UNROLL": [1, 2]},
+  "launches": [{"library": "matmul", "algo": "ALGO"},
+               {"kernel": "tail", "grid": ["n / BLOCK", 1, 1], "block": ["BLOCK", 1, 1]}] }
+*/
+// ALGO only picks the library's algorithm; a comment naming UNROLL changes nothing.
+#define STEP (BLOCK * 2)
+extern "C" __global__ void __launch_bounds__(BLOCK) tail(float* y) { const char* s = "ALGO"; (void)s; y[STEP] = 0; }
+__device__ int ALGORITHM_COUNT; // a longer name that starts with ALGO is not ALGO
+)";
+    ParamPoint point{{"ALGO", 3}, {"BLOCK", 256}, {"UNROLL", 2}};
+    CHECK(params_for_compile(source, point) == ParamPoint{{"BLOCK", 256}});
+    CHECK(params_for_compile("int f() { return UNROLL * ALGO; }", point) == ParamPoint{{"ALGO", 3}, {"UNROLL", 2}});
+    CHECK(params_for_compile("", point).empty());
+}
