@@ -20,10 +20,9 @@ static float bf16_round(double v)
     return f;
 }
 
-static void store(Buffer& b, int64_t i, double v)
+void store_element(unsigned char* p, DType dtype, double v)
 {
-    unsigned char* p = b.data() + i * b.size();
-    switch (b.dtype) {
+    switch (dtype) {
     case DType::f32: { float f = (float)v; std::memcpy(p, &f, 4); break; }
     case DType::f64: std::memcpy(p, &v, 8); break;
     case DType::bf16: { float f = bf16_round(v); uint32_t u; std::memcpy(&u, &f, 4); uint16_t h = u >> 16; std::memcpy(p, &h, 2); break; }
@@ -35,10 +34,11 @@ static void store(Buffer& b, int64_t i, double v)
     }
 }
 
-static double load(Buffer& b, int64_t i)
+static void store(Buffer& b, int64_t i, double v) { store_element(b.data() + i * b.size(), b.dtype, v); }
+
+double load_element(const unsigned char* p, DType dtype)
 {
-    unsigned char* p = b.data() + i * b.size();
-    switch (b.dtype) {
+    switch (dtype) {
     case DType::f32: { float f; std::memcpy(&f, p, 4); return f; }
     case DType::f64: { double d; std::memcpy(&d, p, 8); return d; }
     case DType::bf16: { uint16_t h; std::memcpy(&h, p, 2); uint32_t u = (uint32_t)h << 16; float f; std::memcpy(&f, &u, 4); return f; }
@@ -51,6 +51,8 @@ static double load(Buffer& b, int64_t i)
     default: throw std::runtime_error("load: dtype");
     }
 }
+
+static double load(Buffer& b, int64_t i) { return load_element(b.data() + i * b.size(), b.dtype); }
 
 Buffer make_buffer(DType dtype, int64_t count, unsigned char fill)
 {

@@ -26,6 +26,11 @@ struct Buffer {
 Buffer make_buffer(DType dtype, int64_t count, unsigned char fill);
 // False when a write strayed outside the buffer's data.
 bool canaries_intact(const Buffer& b);
+// One element at `p` read as `dtype`, as a double; `v` stored at `p` as `dtype` (rounded to nearest
+// even, once for f16; bf16 through fp32, as a GPU rounds an fp32 accumulator). A scratch buffer is
+// u8 to the plan, so library steps read and write it in the step operand's own dtype.
+double load_element(const unsigned char* p, DType dtype);
+void store_element(unsigned char* p, DType dtype, double v);
 // Every element of `b` as a double.
 std::vector<double> buffer_values(Buffer& b);
 std::map<std::string, Buffer> make_inputs(const Task& task, const Shape& shape, uint64_t seed);

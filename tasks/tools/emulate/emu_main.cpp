@@ -6,13 +6,14 @@
 // (emu_data.cpp); its reference and seeds are run, plus any files named. A PyTorch-program task
 // (`kforge task import`) gets its inputs, parameters and fp64 expected outputs from the program
 // itself, through the GPU worker's reference-process client on the CPU (torch_data.cpp); the files
-// named are run. The ladder follows the GPU worker's where the CPU can show it: the task's forbid
-// rules and the plan are checked first, outputs are poisoned, canaries (64 KiB, the worker's guard
-// band) surround every buffer, inputs must come back unchanged, and each shape runs on input set 1,
-// then twice on input set 2 (a kernel that keeps results in __device__ state fails the second set;
-// runs that differ bit for bit are reported, not failed). Shapes run in the order tests, extra
-// (--shape), held-out. Races between warps mostly do not show: fibers switch only at barriers and
-// warp operations.
+// named are run. The ladder follows the GPU worker's where the CPU can show it: the plan is
+// validated and the task's forbid rules screened first, outputs are poisoned, canaries (64 KiB, the
+// worker's guard band) surround every buffer, inputs must come back unchanged, and each shape runs
+// on input set 1, then twice on input set 2 (a kernel that keeps results in __device__ state fails
+// the second set; runs that differ bit for bit are reported, not failed). Shapes run in the order
+// tests, extra (--shape), held-out. Races between warps mostly do not show: fibers switch only at
+// barriers and warp operations. Library steps (cuBLASLt, cuDNN) run on the CPU between the kernels
+// (emu_library.cpp), after the checks the worker and the vendor library make before they run.
 //
 // usage: emulate TASK.json [FILE.cu ...] [--shapes tests|held|all] [--shape k=v,k=v]... [--only SUBSTR]
 //                [--points N] [--trials N] [--json OUT.json]
@@ -28,6 +29,7 @@
 #include <stdexcept>
 
 #include "core/source.hpp"
+#include "emu_library.hpp"
 #include "emu_runtime.hpp"
 #include "torch_data.hpp"
 #include "util/contain.hpp"
@@ -98,29 +100,38 @@ Shape parse_extra_shape(const Task& task, const std::string& text, size_t index)
     return shape;
 }
 
-KernelFile read_candidate(const Task& task, const std::string& path)
+// A file and its plan (its own, else the task's default); a plan that does not parse is the
+// file's plan_error (`plan_problem`), as the evaluator makes it, not the end of the run.
+KernelFile read_candidate(const Task& task, const std::string& path, std::string& plan_problem)
 {
     KernelFile file;
     file.path = path;
     file.source = read_file(path);
-    if (auto plan = extract_plan_json(file.source))
-        file.plan = parse_plan(*plan, path);
-    else if (task.default_plan)
-        file.plan = *task.default_plan;
-    else
-        throw std::runtime_error(path + ": no kforge:plan block and the task has no default plan");
+    try {
+        file.plan = source_plan(task, file.source);
+    } catch (const PlanError& e) {
+        plan_problem = e.what();
+    }
     return file;
 }
 
-// The task's forbid rules on the source without comments and strings, as the evaluator screens it.
-std::string screen(const Task& task, const KernelFile& file)
+// The checks before anything compiles, in the evaluator's order: the plan against the task (a
+// plan_error: names, kernels the source lacks, a library step's operands and dtypes), then the
+// task's forbid rules on the source without comments and strings (a compile_error). Sets `verdict`.
+std::string screen(const Task& task, const KernelFile& file, std::string& verdict)
 {
+    try {
+        validate_plan(task, file.plan, find_kernel_names(file.source));
+    } catch (const PlanError& e) {
+        verdict = "plan_error";
+        return e.what();
+    }
     std::string code = strip_comments_and_strings(file.source);
     for (const auto& rule : task.forbid)
-        if (std::regex_search(code, std::regex(rule.regex)))
+        if (std::regex_search(code, std::regex(rule.regex))) {
+            verdict = "compile_error";
             return "forbidden: " + rule.reason;
-    if (find_kernel_names(file.source).empty())
-        return "no extern \"C\" __global__ kernel";
+        }
     return "";
 }
 
@@ -154,6 +165,7 @@ struct PointOutcome {
 struct FileOutcome {
     std::string path;
     std::string screen_problem;
+    std::string screen_verdict;                 // plan_error or compile_error, with screen_problem
     std::map<std::string, PointOutcome> points; // by describe_param_point
 };
 
@@ -222,6 +234,13 @@ PointOutcome run_once(const Task& task, const Shape& shape, bool held_out, const
     std::string problem;
     try {
         ResolvedPlan plan = resolve_plan(task, file.plan, shape, point);
+        // The worker prepares every library step before the first run; the vendor library's
+        // refusal is the plan's error there too.
+        for (size_t i = 0; i < plan.launches.size(); ++i)
+            if (const auto& step = plan.launches[i].library)
+                if (std::string why = vendor_refusal(*step); !why.empty())
+                    throw PlanError("launches[" + std::to_string(i) + "] (" + std::string(library_op_name(step->op)) +
+                                    "): " + why);
         problem = run_plan(task, plan, bufs, [&](size_t k) { return kernel_copy(so, k); });
         if (!problem.empty())
             outcome.verdict = "runtime_error";
@@ -290,10 +309,7 @@ std::string summary_verdict(const FileOutcome& f, std::string& message)
 {
     if (!f.screen_problem.empty()) {
         message = f.screen_problem;
-        return f.screen_problem.rfind("compile", 0) == 0 || f.screen_problem.rfind("forbidden", 0) == 0 ||
-                       f.screen_problem.rfind("no extern", 0) == 0
-                   ? "compile_error"
-                   : "plan_error";
+        return f.screen_verdict;
     }
     std::set<std::string> verdicts;
     const PointOutcome* furthest = nullptr;
@@ -315,6 +331,9 @@ try {
     if (auto keeper = kforge::run_keeper_if_asked(argc, argv)) // the PyTorch reference runs contained
         return *keeper;
     Options options = parse_options(argc, argv);
+#ifdef EMU_VENDOR_LIB
+    setenv("KFORGE_VENDOR_LIB", EMU_VENDOR_LIB, 0); // the dev build's library, unless the caller names one
+#endif
     std::filesystem::create_directories(cache_dir());
     Task task = load_task(options.task_path);
     int trials = options.trials > 0 ? options.trials : task.is_torch() ? 2 : 1;
@@ -332,12 +351,17 @@ try {
         for (const auto& s : task.held_out) shapes.push_back({s, true});
 
     std::vector<KernelFile> files;
+    std::map<std::string, std::string> plan_problems; // by path: plans that do not parse
     if (!task.is_torch()) {
         files.push_back(task.reference);
         files.insert(files.end(), task.seeds.begin(), task.seeds.end());
     }
-    for (const auto& path : options.files)
-        files.push_back(read_candidate(task, path));
+    for (const auto& path : options.files) {
+        std::string problem;
+        files.push_back(read_candidate(task, path, problem));
+        if (!problem.empty())
+            plan_problems[path] = problem;
+    }
     if (files.empty())
         throw std::runtime_error("a PyTorch-program task has no kernels of its own: name the .cu files to run");
 
@@ -348,7 +372,12 @@ try {
             continue;
         FileOutcome outcome;
         outcome.path = f.path.string();
-        outcome.screen_problem = task.is_torch() || &f != &files.front() ? screen(task, f) : "";
+        if (auto bad = plan_problems.find(f.path.string()); bad != plan_problems.end()) {
+            outcome.screen_problem = bad->second;
+            outcome.screen_verdict = "plan_error";
+        } else if (task.is_torch() || &f != &files.front()) {
+            outcome.screen_problem = screen(task, f, outcome.screen_verdict);
+        }
         if (outcome.screen_problem.empty())
             for (const auto& p : enumerate_param_points(f.plan, options.max_points))
                 jobs.push_back({&f, p});
@@ -358,8 +387,10 @@ try {
     for (const auto& [file, point] : jobs)
         if (auto failed = failed_compiles.find(so_path(*file, point)); failed != failed_compiles.end())
             for (auto& o : outcomes)
-                if (o.path == file->path.string() && o.screen_problem.empty())
+                if (o.path == file->path.string() && o.screen_problem.empty()) {
                     o.screen_problem = "compile error (as C++ under the emulator): " + first_error(failed->second);
+                    o.screen_verdict = "compile_error";
+                }
 
     std::unique_ptr<TorchReference> program;
     if (task.is_torch())

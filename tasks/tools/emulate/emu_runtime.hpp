@@ -33,7 +33,7 @@ std::map<std::string, std::string> compile_all(const std::vector<std::pair<const
 // own), loaded on first use and kept. Throws std::runtime_error when dlopen fails.
 KernelRegistry* kernel_copy(const std::string& so, size_t k);
 // Runs `plan` over `bufs` (scratch is added, filled with 0xCD); `copy(s)` is the registry resident
-// slot s runs. Returns "" or what went wrong (a kernel missing, a canary overwritten); throws
+// slot s runs; library steps run on the CPU in launch order (emu_library.hpp). Returns "" or what went wrong (a kernel missing, a canary overwritten); throws
 // std::runtime_error on a deadlock or a livelock.
 std::string run_plan(const Task& task, const ResolvedPlan& plan, std::map<std::string, Buffer>& bufs,
                      const std::function<KernelRegistry*(size_t)>& copy);

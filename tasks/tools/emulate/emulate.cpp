@@ -28,6 +28,7 @@
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
 #include "core/task.hpp"
+#include "emu_library.hpp"
 #include "emu_runtime.hpp"
 #include "util/hash.hpp"
 #include "util/text.hpp"
@@ -409,6 +410,10 @@ std::string run_plan(const Task& task, const ResolvedPlan& plan, std::map<std::s
     for (const auto& s : plan.scratch)
         bufs[s.name] = make_buffer(DType::u8, s.bytes, 0xCD);   // scratch is not initialised
     for (const auto& launch : plan.launches) {
+        if (launch.library) { // cuBLASLt or cuDNN on the GPU: computed on the CPU (emu_library.cpp)
+            run_library_step(*launch.library, bufs);
+            continue;
+        }
         if (!copy(0)->count(launch.kernel))
             return "kernel not registered: " + launch.kernel;
         std::vector<std::vector<unsigned char>> scalars;
