@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "agents/prompt_sections.hpp"
+#include "agents/library_example.hpp"
 #include "core/library_step.hpp"
 #include "util/text.hpp"
 
@@ -88,7 +89,8 @@ std::string render_propose_system(const PromptLibrary& library, const Task& task
                            {"max_dynamic_smem", std::to_string(limits.max_dynamic_smem)},
                            {"max_launches", std::to_string(limits.max_launches)},
                            {"max_param_points", std::to_string(limits.max_param_points)},
-                           {"library_steps", task_suits_library_steps(task) ? "yes" : ""}});
+                           {"library_steps", task_suits_library_steps(task) ? "yes" : ""},
+                           {"library_example", task_suits_library_steps(task) ? library_step_example(task) : ""}});
 }
 
 Prompt build_proposal_prompt(const PromptLibrary& library, const ProposalContext& context, PromptTrim trim_level)

@@ -13,7 +13,8 @@ const std::vector<PromptSpec>& prompt_catalog()
 {
     static const std::vector<PromptSpec> k_catalog = {
         {PromptId::propose_system, "propose_system.txt",
-         {"max_threads_per_block", "max_dynamic_smem", "max_launches", "max_param_points"}, {"library_steps"}},
+         {"max_threads_per_block", "max_dynamic_smem", "max_launches", "max_param_points", "library_example"},
+         {"library_steps"}},
         {PromptId::propose_user, "propose_user.txt", {"task", "hardware", "parent", "request", "reply_format"},
          {"lessons", "inspirations", "strategy", "target"}},
         {PromptId::section_task, "section_task.txt",

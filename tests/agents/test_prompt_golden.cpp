@@ -180,3 +180,30 @@ TEST_CASE("the contract tells a model about library steps only for a task with a
     CHECK(build_proposal_prompt(shipped_prompts(), pointwise_context, PromptTrim::full).system.find("library step") ==
           std::string::npos);
 }
+
+TEST_CASE("golden: the library-step section in each task's own names", "[agents][golden]")
+{
+    // A bundled GEMM (sizes M, N, K; no weight parameter: the second matrix is B), an imported linear
+    // layer (a weight stored [512, in_features], its bias) and a Llama MLP's down projection whose
+    // sizes are constants (n = 2048, k = 5632, not symbols the problem does not have).
+    for (const auto& [name, spec] :
+         std::vector<std::pair<std::string, std::filesystem::path>>{{"library_sgemm", source_dir() / "tasks" / "sgemm_f32.json"},
+                                                       {"library_linear", fixtures_dir() / "prompts" / "library" / "linear_relu.json"},
+                                                       {"library_llama_down", fixtures_dir() / "prompts" / "library" /
+                                                                                  "llama_block_r08_gemm_add.json"}}) {
+        Task task = load_task(spec);
+        ProposalContext context{task};
+        Prompt prompt = build_proposal_prompt(shipped_prompts(), context, PromptTrim::full);
+        INFO(name);
+        check_golden(name, prompt.system, "");
+    }
+    Task llama = load_task(fixtures_dir() / "prompts" / "library" / "llama_block_r08_gemm_add.json");
+    ProposalContext context{llama};
+    std::string system = build_proposal_prompt(shipped_prompts(), context, PromptTrim::full).system;
+    CHECK_THAT(system, Catch::Contains("\"n\": 2048, \"k\": 5632"));
+    CHECK_THAT(system, Catch::Contains("\"m\": \"batch_size * seq_len\""));
+    CHECK_THAT(system, !Catch::Contains("out_features"));
+    CHECK_THAT(system, Catch::Contains("an index past the list is a plan_error"));
+    CHECK_THAT(system, Catch::Contains("256-byte aligned"));
+}
+
