@@ -36,6 +36,7 @@ struct OptimizeOptions {
     std::string mix;
     std::string edit_form;
     bool no_repair = false;
+    int repairs = 2;
     bool no_tune = false;
     std::string arch;
     std::optional<size_t> compile_workers;
@@ -88,7 +89,7 @@ RunConfig build_config(const OptimizeOptions& o)
         s.mix = parse_selection_mix(o.mix);
     if (!o.edit_form.empty())
         s.edit_form = parse_edit_form_policy(o.edit_form).value_or(EditFormPolicy::mix);
-    s.repair = !o.no_repair;
+    s.repairs = o.no_repair ? 0 : o.repairs;
     s.tune = !o.no_tune;
     s.seed = o.seed ? *o.seed : random_u64();
     if (!o.session.no_knowledge && o.session.knowledge_path.empty())
@@ -150,7 +151,11 @@ void add_optimize_options(CLI::App* cmd, OptimizeOptions& o)
     cmd->add_option("--mix", o.mix, "parent selection weights exploit,explore,target (default 0.6,0.2,0.2)");
     cmd->add_option("--edit-form", o.edit_form, "whole, diff (SEARCH/REPLACE) or mix (default)")
         ->check(CLI::IsMember({"whole", "diff", "mix"}));
-    cmd->add_flag("--no-repair", o.no_repair, "no repair round for failed model-written candidates");
+    cmd->add_option("--repairs", o.repairs, "repair rounds in a row for a failed model-written candidate, each "
+                                            "shown the compiler's or verifier's message (0: none)")
+        ->check(whole_number(0, 10))
+        ->capture_default_str();
+    cmd->add_flag("--no-repair", o.no_repair, "no repair rounds (--repairs 0)");
     cmd->add_flag("--no-tune", o.no_tune, "no param-variation candidates after a new island best");
     cmd->add_option("--arch", o.arch, "target arch, e.g. sm_90a (default: the GPU's)")->check(gpu_arch());
     cmd->add_option("--compile-workers", o.compile_workers, "parallel NVRTC compiles, 1 to 1024 (default: $KFORGE_COMPILE_WORKERS, else 4 per GPU, at least 16, at "

@@ -29,7 +29,7 @@ Json LoopState::to_json() const
     for (const auto& queue : follow_ups) {
         Json list = Json::array();
         for (const auto& f : queue)
-            list.push_back(Json{{"kind", item_kind_name(f.kind)}, {"candidate", f.candidate}});
+            list.push_back(Json{{"kind", item_kind_name(f.kind)}, {"candidate", f.candidate}, {"round", f.round}});
         follow.push_back(list);
     }
     Json held = Json::object();
@@ -107,7 +107,7 @@ LoopState LoopState::from_json(const Json& json, int islands, std::string_view w
         for (size_t i = 0; i < queues.size(); ++i)
             for (const auto& f : queues[i].items()) {
                 FollowUp follow{f.at("kind").as_string() == "tune" ? ItemKind::tune : ItemKind::repair,
-                                f.at("candidate").as_int()};
+                                f.at("candidate").as_int(), static_cast<int>(f.get_int("round", 1))};
                 state.follow_ups[i % state.follow_ups.size()].push_back(follow);
             }
     }

@@ -31,6 +31,7 @@ inline constexpr std::string_view k_secret_state_key = "secret";
 struct FollowUp {
     ItemKind kind = ItemKind::repair;
     int64_t candidate = 0; // the failed candidate (repair) or the new island best (tune)
+    int round = 1;         // repair: which round in a row this one is (1 for a failed proposal)
 };
 
 struct LoopState {

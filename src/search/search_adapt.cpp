@@ -107,9 +107,12 @@ void SearchLoop::follow_up(const Candidate& candidate, const Flight& flight, con
     if (m_services.builtin || candidate.source.empty())
         return;
     auto& queue = m_state.follow_ups[static_cast<size_t>(candidate.island)];
-    bool model_written = flight.item.kind == ItemKind::propose && candidate.origin == Origin::llm;
-    if (m_config.repair && model_written && repairable(candidate.evaluation.verdict.kind))
-        queue.push_back({ItemKind::repair, candidate.id});
+    // A failed proposal gets round 1; a failed repair the next round, up to --repairs in a row.
+    bool proposed = flight.item.kind == ItemKind::propose && candidate.origin == Origin::llm;
+    bool repaired = flight.item.kind == ItemKind::repair && candidate.origin == Origin::repair;
+    int round = proposed ? 1 : repaired ? std::max(flight.item.repair_round, 1) + 1 : 0;
+    if (round > 0 && round <= m_config.repairs && repairable(candidate.evaluation.verdict.kind))
+        queue.push_back({ItemKind::repair, candidate.id, round});
     if (m_config.tune && placement.island_best && flight.item.island >= 0 && candidate.origin != Origin::tune &&
         declares_params(candidate.source))
         queue.push_back({ItemKind::tune, candidate.id});

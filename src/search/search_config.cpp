@@ -147,7 +147,7 @@ Json SearchConfig::to_json() const
                 {"meta_every", meta_every},
                 {"mix", {{"exploit", mix.exploit}, {"explore", mix.explore}, {"target", mix.target}}},
                 {"edit_form", edit_form_policy_name(edit_form)},
-                {"repair", repair},
+                {"repairs", repairs},
                 {"tune", tune},
                 {"plan_share", plan_share},
                 {"plan_explore", plan_explore},
@@ -184,7 +184,9 @@ SearchConfig SearchConfig::from_json(const Json& json, std::string_view what)
     }
     if (auto form = parse_edit_form_policy(reader.get_string("edit_form", "mix")))
         config.edit_form = *form;
-    config.repair = reader.get_bool("repair", config.repair);
+    // Archives written before rounds were counted say "repair": true for one round.
+    config.repairs = reader.has("repairs") ? static_cast<int>(reader.get_int("repairs", config.repairs))
+                                           : (reader.get_bool("repair", true) ? 1 : 0);
     config.tune = reader.get_bool("tune", config.tune);
     config.plan_share = reader.get_number("plan_share", config.plan_share);
     config.plan_explore = reader.get_number("plan_explore", config.plan_explore);

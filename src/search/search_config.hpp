@@ -65,7 +65,10 @@ struct SearchConfig {
     int meta_every = 3;         // generations between meta-prompt rewrites (with a model)
     SelectionMix mix;
     EditFormPolicy edit_form = EditFormPolicy::mix;
-    bool repair = true;         // one repair round for a failed model-written candidate
+    // Repair rounds for a failed model-written candidate: a repair that fails again gets another,
+    // each seeing the new compiler or verifier message, up to this many in a row (0: none). Two by
+    // default: a first repair often fixes what the compiler said and then meets the verifier.
+    int repairs = 2;
     bool tune = true;           // a param-sweep candidate (no model) after a new island best
     // The two-phase step ("plan, then code", agents/plan_code.hpp): the share of fresh proposals
     // made by a planner and a coder instead of one call (0: none, 1: all; between: drawn per

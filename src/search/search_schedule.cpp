@@ -189,6 +189,7 @@ WorkItem SearchLoop::plan_proposal(int island, const std::set<int64_t>& seed_par
     } else if (!queue.empty()) {
         item.kind = queue.front().kind;
         item.parent = queue.front().candidate;
+        item.repair_round = item.kind == ItemKind::repair ? queue.front().round : 0;
     } else {
         item.kind = ItemKind::propose;
         TargetFilter targetable = [&](const std::string& cell) {

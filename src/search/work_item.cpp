@@ -78,6 +78,7 @@ Json WorkItem::to_json() const
                 {"meta_prompt_id", optional_id(meta_prompt_id)},
                 {"lesson_ids", lesson_ids},
                 {"seed_index", seed_index},
+                {"repair_round", repair_round},
                 {"seed_parent", seed_parent ? Json(*seed_parent) : Json()},
                 {"subject", optional_id(subject)},
                 {"meta_request", meta_request},
@@ -118,6 +119,7 @@ WorkItem WorkItem::from_json(const Json& json, std::string_view what)
     item.meta_prompt_id = read_optional_id(reader, "meta_prompt_id");
     item.lesson_ids = read_ids(reader, "lesson_ids");
     item.seed_index = static_cast<int>(reader.get_int("seed_index", 0));
+    item.repair_round = static_cast<int>(reader.get_int("repair_round", 0));
     if (auto index = read_optional_id(reader, "seed_parent"))
         item.seed_parent = static_cast<int>(*index);
     item.subject = read_optional_id(reader, "subject");

@@ -49,6 +49,7 @@ struct WorkItem {
     std::optional<int64_t> meta_prompt_id; // the island's strategy text in force
     std::vector<int64_t> lesson_ids;   // run-archive lessons shown in the prompt
     int seed_index = 0;                // seed: index into Task::seeds
+    int repair_round = 0;              // repair: which round in a row (1 for a failed proposal's)
     // propose: the parent is the task's seed with this index, scheduled while that seed was still
     // being measured (no recorded candidate yet; the record names the seed's candidate as parent).
     std::optional<int> seed_parent;

@@ -32,7 +32,7 @@ HarnessOptions fixture_run(const std::string& task, int parallel)
     options.config.parallel = parallel;
     options.config.window = 4;
     options.config.plan_share = 1;
-    options.config.repair = false;
+    options.config.repairs = 0;
     options.config.tune = false;
     options.config.max_lessons = 0;
     options.config.meta_every = 100;

@@ -337,3 +337,46 @@ TEST_CASE("a flagged candidate a user accepted takes its cell when the run resum
     run_session(dir / "run.kforge", options);
     CHECK(Archive::open(dir / "run.kforge", OpenMode::read_only).elite_history().size() == placements);
 }
+
+TEST_CASE("a failed model-written candidate gets up to --repairs repair rounds in a row, each from the last",
+          "[search]")
+{
+    clear_interrupt();
+    std::map<int, int> deepest; // repairs setting -> the longest chain of repairs seen
+    for (int repairs : {0, 1, 2, 3}) {
+        TempDir dir;
+        HarnessOptions options = model_run(90, 7);
+        options.config.repairs = repairs;
+        options.scripted.variants = 1000;        // few duplicates: a repair is a new kernel
+        options.scripted.incorrect_percent = 50; // and fails as often as not
+        run_session(dir / "run.kforge", options);
+        Archive archive = Archive::open(dir / "run.kforge", OpenMode::read_only);
+        int longest = 0, repaired = 0;
+        std::vector<int64_t> ids;
+        archive.for_each_candidate([&](const Candidate& c) { ids.push_back(c.id); });
+        for (int64_t id : ids) {
+            auto c = archive.candidate(id);
+            if (c->origin != Origin::repair)
+                continue;
+            ++repaired;
+            // Walk back to the proposal: every link is a repair of the failed candidate before it.
+            int chain = 0;
+            for (auto at = c; at && at->origin == Origin::repair; at = archive.candidate(*at->parent_id)) {
+                ++chain;
+                REQUIRE(at->parent_id);
+                auto parent = archive.candidate(*at->parent_id);
+                INFO("#" << at->id << " repairs #" << parent->id);
+                CHECK(parent->evaluation.verdict.kind != VerdictKind::correct);
+                CHECK((parent->origin == Origin::llm || parent->origin == Origin::repair));
+            }
+            longest = std::max(longest, chain);
+        }
+        INFO("--repairs " << repairs << ": " << repaired << " repairs, longest chain " << longest);
+        CHECK(longest <= repairs);
+        if (repairs == 0)
+            CHECK(repaired == 0);
+        deepest[repairs] = longest;
+    }
+    CHECK(deepest[1] == 1);
+    CHECK(deepest[3] >= 2); // a repair that failed again was repaired again
+}
