@@ -25,7 +25,7 @@ from .layout import inputs_to_fp64, model_to_fp64
 from .locations import Location, LocationError, Writer
 from .model_state import model_tensors
 from .problem import ProblemError, dtype_name
-from .reference import RequestError
+from .request_error import RequestError
 from .timing import OUT_OF_MEMORY
 
 WHAT = ("inputs", "expected", "program")

@@ -21,10 +21,7 @@ import time
 import traceback
 
 from .frames import FrameError, read_frame, write_frame
-
-
-class RequestError(Exception):
-    """The request is malformed or does not fit the task; the reply says why."""
+from .request_error import RequestError
 
 
 class ArgRef:
