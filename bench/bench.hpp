@@ -1,5 +1,5 @@
 // kforge's benchmarks (bench/): programs that measure kforge itself on a GPU and print tables.
-// Timed tests are not benchmarks; these are run by hand or by scripts/gpu-bench.sh, and their
+// Timed tests are not benchmarks; these are run by hand or by scripts/gpu/checks/bench.sh, and their
 // results are committed under bench/results/.
 #pragma once
 
@@ -59,7 +59,7 @@ struct ScaleSettings {
     std::vector<std::string> optimize_args; // added to every row's `kforge optimize` (experiments:
                                             // --compile-workers N, say); recorded in scale.json
 };
-// mpirun from the PATH, tests/fixtures/replay/softmax_f32_scale.jsonl (scripts/make-replay-scale.py).
+// mpirun from the PATH, tests/fixtures/replay/softmax_f32_scale.jsonl (scripts/replay/scale.py).
 ScaleSettings default_scale_settings();
 // Runs the rows (the fixed-work table, then the builtin one) and returns {"device", ..., "rows"};
 // the same object, with the rows done so far, is rewritten to <archive_dir>/scale.json after each

@@ -9,7 +9,7 @@
 // so scripts/timeline.py can show what each GPU ran when.
 //
 // Fixed work. The same candidates on every row: recorded replies (--model replay:FILE, by default
-// tests/fixtures/replay/softmax_f32_scale.jsonl from scripts/make-replay-scale.py): distinct,
+// tests/fixtures/replay/softmax_f32_scale.jsonl from scripts/replay/scale.py): distinct,
 // correct kernels with 6 to 8 param points each, no faults and no hangs, and nothing else asked of
 // a model (no repairs, tunes, lessons or strategy rewrites), asked one at a time so that each
 // island gets the same candidates on every row. The candidates are near-copies of four kernels, so

@@ -13,7 +13,7 @@ plan_error, ...), must equal the reply's `cpu` entry. A kernel that crashes or h
 run again on its own so the others still get their outcome.
 
 A level-2 problem from KernelBench (its `kernelbench` entry) is read from --kernelbench (default
-.kb/level2, as scripts/gpu-level2.sh; fetched, never committed); one that is not there is listed as
+.kb/level2, as scripts/gpu/checks/level2.sh; fetched, never committed); one that is not there is listed as
 not fetched and left out of the count.
 
 usage: scripts/emulate-torch-replies.py [--emulate /tmp/emulate] [--kforge build/dev/src/cli/kforge]

@@ -4,7 +4,7 @@ target (1.8x on 2 GPUs, 3.5x on 4, 6.5x on 8, each GPU at least 90% busy).
 
     python3 scripts/scale-summary.py scale.json
 
-scripts/gpu-scale.sh (real GPUs) and scripts/sim-scale.sh (simulated ones) print it last.
+scripts/gpu/checks/scale.sh (real GPUs) and scripts/sim-scale.sh (simulated ones) print it last.
 """
 import json
 import sys

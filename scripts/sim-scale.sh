@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `kforge_bench scale` on SIMULATED GPUs (evaluator/worker/gpu_simulator.hpp), for finding what
-# keeps GPUs idle without a GPU machine: the same fixed work and rows as scripts/gpu-scale.sh
+# keeps GPUs idle without a GPU machine: the same fixed work and rows as scripts/gpu/checks/scale.sh
 # (1 GPU, N GPUs in one process, mpirun -n N), with the real controller, scheduler, search and MPI
 # relay, and a stand-in worker that sleeps as an H200 would.
 #
@@ -14,7 +14,7 @@
 # cache serves every row, warmed first: on a machine of two cores NVRTC, not the GPUs, would set the
 # pace. KF_SIM_UNIT_MS, KF_SIM_COSTS, KF_SIM_NOISE override the calibration; KF_SCALE_CANDIDATES
 # (fixed work: 16 up to 2 GPUs, 24 on 4, 32 beyond) and KF_SCALE_BUDGET (builtin rows: 24) the
-# work, as in scripts/gpu-scale.sh (whose GPU defaults are larger). Writes $OUT (default
+# work, as in scripts/gpu/checks/scale.sh (whose GPU defaults are larger). Writes $OUT (default
 # /tmp/kforge-sim-scale): the bench's md/json, scale.json, each row's optimize.log (with the
 # timeline: python3 scripts/timeline.py FILE), and prints the short table last.
 set -uo pipefail
@@ -27,7 +27,7 @@ counts=("$@")
 [ ${#counts[@]} -eq 0 ] && counts=(1 2)
 max=1
 for n in "${counts[@]}"; do [ "$n" -gt "$max" ] && max=$n; done
-# As scripts/gpu-scale.sh: more work for more GPUs, so that the run is not all start and end.
+# As scripts/gpu/checks/scale.sh: more work for more GPUs, so that the run is not all start and end.
 if [ "$max" -le 2 ]; then candidates=16; elif [ "$max" -le 4 ]; then candidates=24; else candidates=32; fi
 candidates="${KF_SCALE_CANDIDATES:-$candidates}"
 budget="${KF_SCALE_BUDGET:-24}"

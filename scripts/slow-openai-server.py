@@ -3,7 +3,7 @@
 every request after a delay with the same reply, as a real endpoint answers parallel requests.
 
 Replay files answer at once and in order, which hides stalls that only show when replies arrive
-late and out of order (issue 35: four identical replies arriving newest first left a search
+late and out of order (four identical replies arriving newest first once left a search
 waiting for ever). Runs with the standard library alone, so it works on the GPU machines too.
 
     scripts/slow-openai-server.py --reply REPLY.md [--delay 10] [--jitter 2] [--port 0] [--port-file F]

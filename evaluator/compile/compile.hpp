@@ -117,7 +117,7 @@ struct CompilePoolConfig {
 // many as fit in half the memory (a header-heavy NVRTC compile takes ~250 MB), at least one.
 // Why not one per core: compiles slow the processes that drive the GPUs. On 4 x H200 with 64 cores
 // one confirmation took 8.7 s on an idle host, 9.2 s beside 63 busy loops and 14.8 s beside NVRTC
-// compiles on 63 cores (scripts/gpu-confirm-load.sh). With 64 workers a four-GPU search did 13-14%
+// compiles on 63 cores (scripts/gpu/checks/compile-workers.sh). With 64 workers a four-GPU search did 13-14%
 // more GPU work than one GPU did (15-20% on 4 x H100) and reached 3.50x; with 16, 0-4% more, and
 // 3.82x, its GPUs 94-97% busy, the one-GPU row no slower than with 64
 // (bench/results/nvidia-h200-2026-11-26-scale-4gpu-workers.md).

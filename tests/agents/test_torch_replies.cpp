@@ -1,7 +1,7 @@
 // The recorded replies of the torch fixture problems (tests/fixtures/torch/replies/): what the replay
 // provider serves must read back, through the real reply parser, as the kernel files they were
 // written from, with plans that parse and name kernels the files define, in the order and with the
-// expectations of replies/expected.json (scripts/make-replay-torch.py writes them from it).
+// expectations of replies/expected.json (scripts/replay/torch.py writes them from it).
 #include "kf_catch.hpp"
 
 #include <set>

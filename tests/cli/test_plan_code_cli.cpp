@@ -25,7 +25,7 @@ std::string replies(const std::string& task)
     return "replay:" + (source_dir() / "tests" / "fixtures" / "replay" / ("plancode_" + task + ".jsonl")).string();
 }
 
-// The planned softmax run of scripts/gpu-plancode.sh, on one simulated GPU; made once per process.
+// The planned softmax run of scripts/gpu/checks/plancode.sh, on one simulated GPU; made once per process.
 const std::filesystem::path& planned_archive()
 {
     static const TempDir dir;

@@ -1,5 +1,5 @@
 // The fixed work of `kforge_bench scale` (tests/fixtures/replay/softmax_f32_scale.jsonl, written
-// by scripts/make-replay-scale.py): every reply yields a softmax candidate whose plan is valid, with
+// by scripts/replay/scale.py): every reply yields a softmax candidate whose plan is valid, with
 // 6 to 8 param points, and no two are the same source, so no row rejects one as a duplicate.
 #include "kf_catch.hpp"
 
@@ -43,6 +43,6 @@ TEST_CASE("the scale bench's recorded replies are distinct softmax candidates wi
         CHECK(points <= 8);
         CHECK(parsed.source->find("if (M == -" + std::to_string(replies) + ")") != std::string::npos);
     }
-    CHECK(replies >= 32); // enough for 8 GPUs (scripts/gpu-scale.sh)
+    CHECK(replies >= 32); // enough for 8 GPUs (scripts/gpu/checks/scale.sh)
     CHECK(sources.size() == replies);
 }

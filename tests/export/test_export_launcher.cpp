@@ -220,7 +220,7 @@ TEST_CASE("export --torch writes the operator and its loader, which build where 
         WARN("the --torch build check is skipped: "
              << (includes.exit_code == 3 ? "this PyTorch was built without CUDA"
                                          : "PyTorch is not installed here")
-             << " (the GPU machine's scripts/gpu-export-check.sh builds and runs it)");
+             << " (the GPU machine's scripts/gpu/checks/export.sh builds and runs it)");
         return;
     }
     check_nvcc_compiles_file(cu, "-std=c++17 " + trim(includes.out));

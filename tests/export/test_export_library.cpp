@@ -2,7 +2,7 @@
 // generated plan arithmetic resolves each step to the numbers kforge resolves (or refuses what it
 // refuses) on many sizes, the launcher calls cuBLASLt (and cuDNN only for conv steps) and nvcc
 // compiles it, and the PyTorch loader links what the steps need. Running the exported steps needs a
-// GPU: scripts/gpu-export-check.sh.
+// GPU: scripts/gpu/checks/export.sh.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>

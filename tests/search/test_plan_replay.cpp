@@ -16,7 +16,7 @@ using namespace kforge::test;
 
 namespace {
 
-// The recorded two-phase replies of tests/fixtures/replay (scripts/make-replay-plancode.py), served in
+// The recorded two-phase replies of tests/fixtures/replay (scripts/replay/plancode.py), served in
 // order: plans to planner calls, code to coder calls.
 std::vector<LlmCallRecord> fixture_replies(const std::string& task)
 {

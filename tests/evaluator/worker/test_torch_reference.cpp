@@ -1,7 +1,7 @@
 // The GPU worker's PyTorch reference process (evaluator/worker/torch_reference.hpp) driven from C++
 // on the CPU: buffers are files instead of device allocations (the process takes either), so the
 // protocol, the seeds and the expected outputs are checked here without a GPU. The IPC path is
-// scripts/gpu-torch-ipc.py's, on a GPU machine.
+// scripts/gpu/checks/torch_ipc.py's, on a GPU machine.
 #include "kf_catch.hpp"
 
 #include <algorithm>
