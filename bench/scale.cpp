@@ -14,7 +14,7 @@
 // a model (no repairs, tunes, lessons or strategy rewrites), asked one at a time so that each
 // island gets the same candidates on every row. The candidates are near-copies of four kernels, so
 // they tie; which ones are confirmed (a confirmation costs ~25 screened variants) would be decided
-// by timing noise if the search confirmed ties (it needs a 1% lead: search_record.cpp). A row reports the search's wall time
+// by timing noise if the search confirmed ties (it needs a 1% lead: loop/record.cpp). A row reports the search's wall time
 // (the summary's elapsed_s: from the first item to the last record; the GPU workers' start and
 // their baseline timings come before it) and the whole command's, each GPU's busy share, and the
 // speedup of the search wall over the one-GPU row. A row whose recorded verdicts differ from the
@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "bench/bench.hpp"
-#include "evaluator/gpu_devices.hpp"
+#include "evaluator/gpu/devices.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/paths.hpp"

@@ -26,8 +26,8 @@
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
-#include "evaluator/gpu_devices.hpp"
-#include "evaluator/worker/gpu_share.hpp"
+#include "evaluator/gpu/devices.hpp"
+#include "evaluator/worker/share.hpp"
 #include "suite/gpu_use.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"

@@ -12,8 +12,8 @@
 
 #include "core/plan_check.hpp"
 #include "core/source.hpp"
-#include "core/task_csr.hpp"
-#include "core/task_parse.hpp"
+#include "core/task/csr.hpp"
+#include "core/task/parse.hpp"
 #include "util/error.hpp"
 #include "util/hash.hpp"
 #include "util/interrupt.hpp"

@@ -21,7 +21,7 @@
 #include "core/candidate.hpp"
 #include "core/records.hpp"
 #include "core/task.hpp"
-#include "evaluator/gpu_devices.hpp"
+#include "evaluator/gpu_selection.hpp"
 #include "evaluator/worker/vendor_status.hpp"
 #include "util/json_reader.hpp"
 
@@ -106,9 +106,9 @@ struct EvaluatorConfig {
     std::chrono::milliseconds launch_deadline{10000}; // one plan run on one shape
     bool time_vendor_baselines = true; // false: every vendor baseline is reported as switched off
     std::string worker_executable;  // the kforge binary for workers; empty: this very binary
-    GpuSelection gpus;              // --gpus: which of each host's GPUs (gpu_devices.hpp)
+    GpuSelection gpus;              // --gpus: which of each host's GPUs (gpu_selection.hpp)
     // Under MPI, rank 0's world: this host's share of GPUs plus those the other ranks' evaluation
-    // services offer (gpu_remote.hpp). Null on one host.
+    // services offer (gpu/remote.hpp). Null on one host.
     MpiWorld* mpi = nullptr;
     // Reuse what earlier runs of the same (binary, plan, params) point established instead of
     // running it on the GPU again (measurement_memo.hpp); false re-measures every run.
@@ -116,7 +116,7 @@ struct EvaluatorConfig {
     // Compile the task's reference and seeds while the GPUs start (a search's first jobs: its
     // records wait for them); off for commands that evaluate other kernels, which would only pay.
     bool prefetch_task_kernels = false;
-    // A GPU shared with other runs (`kforge suite run --per-gpu N`, evaluator/worker/gpu_share.hpp):
+    // A GPU shared with other runs (`kforge suite run --per-gpu N`, evaluator/worker/share.hpp):
     // the folder of its locks. Workers then measure holding the GPU's measuring lock. Only with one
     // GPU (two sessions holding each other's search turns would wait for ever): more is
     // Error(usage). Empty: the GPUs are this session's alone.

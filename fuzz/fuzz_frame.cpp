@@ -1,5 +1,5 @@
 // Fuzz target: a frame from a worker process, decoded and read the way the controller reads GPU
-// worker replies (gpu_slot.cpp) and compile worker replies (compile_pool.cpp). Decoding refuses
+// worker replies (gpu/slot.cpp) and compile worker replies (compile_pool.cpp). Decoding refuses
 // with std::invalid_argument; reading a well-formed frame of the wrong shape throws nlohmann's
 // exceptions, which the controller's slot loop catches. A crash or a sanitizer report is a finding.
 #include <cstddef>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `kforge_bench scale` on SIMULATED GPUs (evaluator/worker/gpu_simulator.hpp), for finding what
+# `kforge_bench scale` on SIMULATED GPUs (evaluator/worker/simulator.hpp), for finding what
 # keeps GPUs idle without a GPU machine: the same fixed work and rows as scripts/gpu/checks/scale.sh
 # (1 GPU, N GPUs in one process, mpirun -n N), with the real controller, scheduler, search and MPI
 # relay, and a stand-in worker that sleeps as an H200 would.

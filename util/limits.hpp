@@ -68,7 +68,7 @@ inline constexpr size_t k_max_shapes_per_list = 1024;   // shapes in each of tes
 inline constexpr int64_t k_max_launches_limit = 100000; // ceiling of a task's limits.max_launches
 
 // The most device memory of any one GPU kforge knows: NVIDIA's B300 (Blackwell Ultra), 288 GB of
-// HBM3e. A task shape whose tensors alone need more cannot run on any GPU (core/task_memory.hpp):
+// HBM3e. A task shape whose tensors alone need more cannot run on any GPU (core/task/memory.hpp):
 // `task import` warns, and `task check` without a GPU refuses, above it.
 inline constexpr uint64_t k_largest_gpu_memory_bytes = uint64_t{288} * 1000 * 1000 * 1000;
 

@@ -17,7 +17,7 @@
 
 #include "core/plan_check.hpp"
 #include "core/verdict.hpp"
-#include "evaluator/worker/gpu_plan.hpp"
+#include "evaluator/worker/plan.hpp"
 #include "evaluator/worker/vendor_baseline.hpp"
 #include "evaluator/worker/vendor_step_api.hpp"
 

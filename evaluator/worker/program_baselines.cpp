@@ -7,10 +7,10 @@
 // process are out of CUPTI's reach here, so the method differs from kforge's (events include the
 // gaps between the program's kernels, which a user running it pays too); each measurement says so.
 // On a GPU that several runs share, torch.compile's CPU work is done ahead (warm_program_compile),
-// outside the measuring lock the timing is done under (gpu_share.hpp).
+// outside the measuring lock the timing is done under (worker/share.hpp).
 #include <fmt/format.h>
 
-#include "evaluator/worker/gpu_runner.hpp"
+#include "evaluator/worker/runner.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "evaluator/worker/gpu_context.hpp"
+#include "evaluator/worker/context.hpp"
 
 namespace kforge {
 namespace {

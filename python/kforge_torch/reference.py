@@ -7,7 +7,7 @@ seed; computes the outputs in fp64 (or in the program's own dtype); and writes w
 names into the worker's own allocations. It also times the program (eager and `torch.compile`) for
 the baselines, and can compile it ahead on stand-in tensors without running anything on the GPU
 (`warm_compile`): on a GPU that several runs share, the compile's CPU work is then done before the
-worker takes the GPU's measuring lock (evaluator/worker/gpu_share.hpp). Requests run one at a
+worker takes the GPU's measuring lock (evaluator/worker/share.hpp). Requests run one at a
 time; a bad request is an `"ok": false` reply and the process carries on. A CUDA error that poisons the context is replied with `"fatal": true`, and the process
 exits so the worker can start a fresh one.
 

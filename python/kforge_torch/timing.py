@@ -11,7 +11,7 @@ the path runs in tests without a GPU.
 `torch.compile` compiles on the first call, under `compile_limit_seconds` (an alarm interrupts
 it); a compile that fails or passes its limit is that mode's `{"error": ...}`, never the request's.
 `warm_compile` does that compile's CPU work ahead, on stand-in tensors and without running anything
-on the GPU, so that a worker sharing its GPU (evaluator/worker/gpu_share.hpp) holds the GPU for
+on the GPU, so that a worker sharing its GPU (evaluator/worker/share.hpp) holds the GPU for
 the rest only.
 """
 import contextlib

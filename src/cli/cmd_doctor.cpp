@@ -15,7 +15,7 @@
 #include "cli/app.hpp"
 #include "cli/option_checks.hpp"
 #include "evaluator/compile/compile.hpp"
-#include "evaluator/gpu_client.hpp"
+#include "evaluator/gpu/client.hpp"
 #include "util/error.hpp"
 #include "util/paths.hpp"
 

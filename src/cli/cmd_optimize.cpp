@@ -17,7 +17,7 @@
 #include "cli/option_checks.hpp"
 #include "cli/cmd_optimize_common.hpp"
 #include "evaluator/compile/compile.hpp"
-#include "evaluator/gpu_remote.hpp"
+#include "evaluator/gpu/remote.hpp"
 #include "search/run_record.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"

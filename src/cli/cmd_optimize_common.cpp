@@ -12,7 +12,7 @@
 #include "agents/llm_proposer.hpp"
 #include "agents/pricing.hpp"
 #include "agents/provider.hpp"
-#include "evaluator/gpu_remote.hpp"
+#include "evaluator/gpu/remote.hpp"
 #include "util/error.hpp"
 #include "util/limits.hpp"
 #include "util/log.hpp"

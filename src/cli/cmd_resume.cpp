@@ -14,7 +14,7 @@
 #include "archive/run_task.hpp"
 #include "cli/app.hpp"
 #include "cli/cmd_optimize_common.hpp"
-#include "evaluator/gpu_remote.hpp"
+#include "evaluator/gpu/remote.hpp"
 #include "search/loop_state.hpp"
 #include "search/run_record.hpp"
 #include "util/error.hpp"

@@ -30,7 +30,7 @@ public:
     const EliteEntry* at(const std::string& cell) const;
     // Whether a candidate of `fitness` in `cell` would become its elite (empty, or strictly fitter).
     // `margin`: the fitness must beat the cell's elite by more than this fraction (a screen's
-    // number, before confirmation; see search_record.cpp).
+    // number, before confirmation; see loop/record.cpp).
     bool would_accept(const std::string& cell, double fitness, double margin = 0) const;
     // Places `entry` in its cell if would_accept() with `margin`; returns whether it did.
     bool place(const EliteEntry& entry, double margin = 0);

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "evaluator/worker/gpu_share.hpp"
+#include "evaluator/worker/share.hpp"
 
 namespace kforge {
 

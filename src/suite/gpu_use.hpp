@@ -1,7 +1,7 @@
 // What one GPU of a `kforge suite run` did, for the shares the suite reports per GPU.
 //
 // Busy is measured where it happens: every GPU worker of the suite's runs logs each hold of the
-// GPU's measuring lock (evaluator/worker/gpu_share.hpp), and the GPU's busy time is the union of
+// GPU's measuring lock (evaluator/worker/share.hpp), and the GPU's busy time is the union of
 // those holds — however many runs share the GPU, time two of them were "busy" at once is counted
 // once (under the lock that cannot happen, and the union does not rely on it). The time workers
 // waited for the lock is kept apart: waiting is not measuring. Held is the union of the runs'

@@ -11,7 +11,7 @@
 #include "agents/model_spec.hpp"
 #include "archive/archive.hpp"
 #include "core/task.hpp"
-#include "core/task_memory.hpp"
+#include "core/task/memory.hpp"
 #include "search/budget.hpp"
 #include "search/loop_state.hpp"
 #include "search/run_config.hpp"

@@ -41,7 +41,7 @@ struct ProblemLaunch {
     std::string model_label;       // "builtin", "replay:FILE", or the --model list joined
     bool priced = false;           // its models cost money: it takes a share of --max-cost
     bool torch_program = false;    // its reference is a PyTorch program (a reference process runs)
-    uint64_t task_bytes = 0;       // its tensors' bytes at its largest shape (task_memory.hpp)
+    uint64_t task_bytes = 0;       // its tensors' bytes at its largest shape (task/memory.hpp)
 };
 
 // Decides the next session of `problem` from its spec, its archive (if any) and the settings.

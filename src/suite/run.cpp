@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "evaluator/gpu_devices.hpp"
+#include "evaluator/gpu/devices.hpp"
 #include "suite/manifest.hpp"
 #include "suite/problems.hpp"
 #include "suite/results.hpp"

@@ -12,7 +12,7 @@
 // all of them searching. Every child gets --gpu-share SUITE_DIR/gpus, under which its GPU work is
 // done holding the GPU's measuring lock (no two runs ever measure at once, so every reported time
 // is what the run alone would measure), and its --time counts its own time less what it waited for
-// that lock (so sharing buys it the search it would get alone); evaluator/worker/gpu_share.hpp.
+// that lock (so sharing buys it the search it would get alone); evaluator/worker/share.hpp.
 // With --searches-per-gpu K a run searches only in one of the GPU's K search turns (K = 1: runs
 // start up side by side but search one at a time, as before). auto picks the number of runs per
 // GPU from what the runs measure (concurrency.hpp) and starts a run only when its memory fits the
@@ -48,7 +48,7 @@
 #include <string>
 #include <vector>
 
-#include "evaluator/gpu_devices.hpp"
+#include "evaluator/gpu/devices.hpp"
 #include "suite/child_outputs.hpp"
 #include "suite/concurrency.hpp"
 #include "suite/gpu_use.hpp"

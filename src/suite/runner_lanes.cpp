@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "evaluator/compile/compile.hpp"
-#include "evaluator/worker/gpu_share.hpp"
+#include "evaluator/worker/share.hpp"
 #include "search/progress.hpp"
 #include "suite/child_outputs.hpp"
 #include "suite/problems.hpp"

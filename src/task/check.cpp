@@ -2,7 +2,7 @@
 // spec and the kernels it names.
 //
 // After the spec parses, a shape whose tensors alone need more device memory than the GPU has
-// (core/task_memory.hpp) fails the check (exit 1) before anything else runs. Then the reference
+// (core/task/memory.hpp) fails the check (exit 1) before anything else runs. Then the reference
 // and every seed kernel are screened and compiled with NVRTC for --arch, at every param point a
 // search would sweep (core/param_sweep.hpp), in a CompilePool; each kernel's registers, spills and
 // compile time are printed. Any kernel that does not compile fails the check (exit 1). The GPU
@@ -21,10 +21,10 @@
 #include "core/param_sweep.hpp"
 #include "core/plan_check.hpp"
 #include "core/task.hpp"
-#include "core/task_memory.hpp"
+#include "core/task/memory.hpp"
 #include "evaluator/compile/compile.hpp"
 #include "evaluator/compile/launch_args.hpp"
-#include "evaluator/gpu_devices.hpp"
+#include "evaluator/gpu/devices.hpp"
 #include "task/selftest.hpp"
 #include "util/error.hpp"
 #include "util/limits.hpp"

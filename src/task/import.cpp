@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "core/task.hpp"
-#include "core/task_memory.hpp"
+#include "core/task/memory.hpp"
 #include "util/capture.hpp"
 #include "util/error.hpp"
 #include "util/limits.hpp"

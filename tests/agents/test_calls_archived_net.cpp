@@ -1,5 +1,5 @@
 // Model calls reach the run archive with the numbers the server reported: the search stores each
-// proposal's call records with Archive::insert_llm_call (src/search/search_record.cpp); this test
+// proposal's call records with Archive::insert_llm_call (src/search/loop/record.cpp); this test
 // does the same with the LLM proposer against the mock server, then reads the archive back.
 #include "kf_catch.hpp"
 

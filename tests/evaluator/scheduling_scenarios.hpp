@@ -1,4 +1,4 @@
-// Scheduling scenarios on simulated GPUs (evaluator/worker/gpu_simulator.hpp) that run the same
+// Scheduling scenarios on simulated GPUs (evaluator/worker/simulator.hpp) that run the same
 // way over GPUs of one process and over another MPI rank's GPU: the GPU evaluator must treat a
 // remote GPU as one more slot (test_gpu_scheduling.cpp, test_mpi.cpp).
 #pragma once

@@ -1,4 +1,4 @@
-// Runs of the real kforge binary over simulated GPUs (evaluator/worker/gpu_simulator.hpp), for the
+// Runs of the real kforge binary over simulated GPUs (evaluator/worker/simulator.hpp), for the
 // multi-GPU and MPI tests: the same short replayed softmax search on one or several GPUs, a way to
 // find and kill the GPU workers of a run, and what two archives recorded, to compare them.
 #pragma once

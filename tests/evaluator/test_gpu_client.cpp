@@ -8,7 +8,7 @@
 
 #include <signal.h>
 
-#include "evaluator/gpu_client.hpp"
+#include "evaluator/gpu/client.hpp"
 #include "util/subprocess.hpp"
 
 using namespace kforge;

@@ -1,5 +1,5 @@
 // How the GPU evaluator spreads work over several GPUs, in-process over simulated GPUs
-// (evaluator/worker/gpu_simulator.hpp): a job that prefers a busy GPU runs on an idle one of the
+// (evaluator/worker/simulator.hpp): a job that prefers a busy GPU runs on an idle one of the
 // same model, and idle GPUs take variants of a running sweep, which then decides exactly what it
 // decides on one GPU.
 #include "kf_catch.hpp"

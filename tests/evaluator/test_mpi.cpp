@@ -1,6 +1,6 @@
 // Many hosts through MPI, tried on one: `mpirun --oversubscribe -n 3` runs the controller on rank 0
 // and evaluation services on ranks 1 and 2, each driving one simulated GPU
-// (evaluator/worker/gpu_simulator.hpp), so every frame of the search crosses MPI. The [mpi] tag skips, with
+// (evaluator/worker/simulator.hpp), so every frame of the search crosses MPI. The [mpi] tag skips, with
 // the reason, where mpirun or a kforge built with MPI is missing.
 #include "kf_catch.hpp"
 
@@ -12,8 +12,8 @@
 
 #include "archive/archive.hpp"
 #include "core/task.hpp"
-#include "evaluator/gpu_devices.hpp"
-#include "evaluator/gpu_remote.hpp"
+#include "evaluator/gpu/devices.hpp"
+#include "evaluator/gpu/remote.hpp"
 #include "evaluator/scheduling_scenarios.hpp"
 #include "evaluator/simulated_runs.hpp"
 #include "util/mpi_world.hpp"

@@ -1,4 +1,4 @@
-// Every GPU of a host: the real binary over simulated GPUs (evaluator/worker/gpu_simulator.hpp), so the
+// Every GPU of a host: the real binary over simulated GPUs (evaluator/worker/simulator.hpp), so the
 // GPU evaluator's scheduler, its per-GPU workers and their respawns run here without a GPU.
 #include "kf_catch.hpp"
 
@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "archive/archive.hpp"
-#include "evaluator/gpu_devices.hpp"
-#include "evaluator/worker/gpu_simulator.hpp"
+#include "evaluator/gpu/devices.hpp"
+#include "evaluator/worker/simulator.hpp"
 #include "evaluator/simulated_runs.hpp"
 #include "util/error.hpp"
 #include "util/json_reader.hpp"

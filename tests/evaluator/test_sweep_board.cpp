@@ -1,4 +1,4 @@
-// The board a sweep's variants are shared on (evaluator/sweep_board.hpp): each variant runs once,
+// The board a sweep's variants are shared on (evaluator/gpu/sweep_board.hpp): each variant runs once,
 // results come back in variant order whoever ran them, a variant given back is run again, an
 // abandoned sweep hands out nothing more, and the final step goes to a helper only while the
 // sweep's own GPU is away on another job.
@@ -6,8 +6,8 @@
 
 #include <thread>
 
-#include "evaluator/gpu_slot.hpp"
-#include "evaluator/sweep_board.hpp"
+#include "evaluator/gpu/slot.hpp"
+#include "evaluator/gpu/sweep_board.hpp"
 
 using namespace kforge;
 

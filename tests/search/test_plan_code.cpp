@@ -1,4 +1,4 @@
-// The two-phase step in the search (search_plans.cpp) with the scripted model: plans recorded with
+// The two-phase step in the search (loop/plans.cpp) with the scripted model: plans recorded with
 // their candidates, --strategy mix, the determinism contract across a stop or a kill between the
 // phases, the suggested technique, and the signal check of a plan's techniques.
 #include "kf_catch.hpp"

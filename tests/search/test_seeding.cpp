@@ -1,4 +1,4 @@
-// The search's seeding (search_schedule.cpp): once the reference is recorded, proposals start from
+// The search's seeding (loop/schedule.cpp): once the reference is recorded, proposals start from
 // the seeds, recorded or still being confirmed, never from the naive reference alone, and the
 // records stay those of the recorded prefix.
 //

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "evaluator/simulated_runs.hpp"
-#include "evaluator/worker/gpu_simulator.hpp"
+#include "evaluator/worker/simulator.hpp"
 #include "slurm_cluster.hpp"
 #include "suite/suite_checks.hpp"
 #include "util/file_lock.hpp"

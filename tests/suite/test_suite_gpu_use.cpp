@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "evaluator/worker/gpu_share.hpp"
+#include "evaluator/worker/share.hpp"
 #include "suite/gpu_use.hpp"
 #include "test_support.hpp"
 

@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "evaluator/worker/gpu_share.hpp"
+#include "evaluator/worker/share.hpp"
 #include "suite/gpu_use.hpp"
 #include "suite/suite_checks.hpp"
 #include "test_support.hpp"

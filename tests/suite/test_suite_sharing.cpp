@@ -8,7 +8,7 @@
 
 #include "archive/archive.hpp"
 #include "search/loop_state.hpp"
-#include "evaluator/worker/gpu_share.hpp"
+#include "evaluator/worker/share.hpp"
 #include "suite/suite_checks.hpp"
 #include "test_support.hpp"
 #include "util/text.hpp"

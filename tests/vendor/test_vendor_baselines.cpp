@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "evaluator/compile/compile.hpp"
-#include "evaluator/worker/gpu_internal.hpp"
-#include "evaluator/worker/gpu_plan.hpp"
-#include "evaluator/worker/gpu_workspace.hpp"
+#include "evaluator/worker/internal.hpp"
+#include "evaluator/worker/plan.hpp"
+#include "evaluator/worker/workspace.hpp"
 #include "evaluator/worker/vendor_baseline.hpp"
 #include "test_support.hpp"
 #include "vendor_test_support.hpp"

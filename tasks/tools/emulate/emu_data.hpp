@@ -13,7 +13,7 @@
 using namespace kforge;
 
 // Canary bytes on each side of every buffer: 64 KiB, the GPU worker's guard band
-// (evaluator/worker/gpu_workspace.hpp), so a stray write the GPU would see is seen here too.
+// (evaluator/worker/workspace.hpp), so a stray write the GPU would see is seen here too.
 constexpr size_t k_canary = 64 * 1024;
 struct Buffer {
     std::vector<unsigned char> bytes;   // canary + data + canary

@@ -19,7 +19,7 @@ struct ProgramData {
     std::string note;                                    // why not fp64
 };
 
-// The input seed of (shape, trial) under `secret`: the GPU worker's formula (gpu_workspace.cpp), so
+// The input seed of (shape, trial) under `secret`: the GPU worker's formula (worker/workspace.cpp), so
 // a trial here is "input set trial + 1" there (PyTorch's CPU and CUDA generators still differ).
 uint64_t program_input_seed(const Shape& shape, uint64_t secret, int trial);
 

@@ -1,11 +1,11 @@
-// A shared GPU's measuring lock (evaluator/worker/gpu_share.hpp): holds exclude each other, a hold
+// A shared GPU's measuring lock (evaluator/worker/share.hpp): holds exclude each other, a hold
 // that had to wait says so, every hold is logged when it ends, and the log's lines read back.
 #include "kf_catch.hpp"
 
 #include <atomic>
 #include <thread>
 
-#include "evaluator/worker/gpu_share.hpp"
+#include "evaluator/worker/share.hpp"
 #include "test_support.hpp"
 #include "util/text.hpp"
 

@@ -3,7 +3,7 @@
 // each worker) and its rule that the first entry naming no device ends the list; the costs setting.
 #include "kf_catch.hpp"
 
-#include "evaluator/worker/gpu_simulator.hpp"
+#include "evaluator/worker/simulator.hpp"
 
 using namespace kforge;
 
