@@ -70,6 +70,46 @@ int64_t checked_add(int64_t a, int64_t b, const std::string& where)
 
 bool library_float(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16; }
 
+// The largest m, n, k and batch a matmul step takes: cuBLASLt's layouts hold 64-bit sizes, but its
+// header warns that its kernels usually take only int32 ones, and its batch count is an int32.
+constexpr int64_t k_max_matmul_size = INT32_MAX;
+
+// The output size of a convolution along dimension `d` (PyTorch's formulas; docs/library-steps.md),
+// every step checked: a stride or padding near 2^63 would otherwise wrap to a small size that fits
+// the output's allocation, and the step would pass every check below.
+int64_t conv_output_size(const ResolvedConv& rc, int d, const std::string& where)
+{
+    int64_t reach = 0, doubled_padding = 0, out = 0;
+    bool overflow = __builtin_mul_overflow(rc.dilation[d], rc.kernel[d] - 1, &reach) ||
+                    __builtin_add_overflow(reach, 1, &reach) || __builtin_mul_overflow(rc.padding[d], 2, &doubled_padding);
+    if (rc.transposed) {
+        // (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
+        overflow = overflow || __builtin_mul_overflow(rc.size[d] - 1, rc.stride[d], &out) ||
+                   __builtin_sub_overflow(out, doubled_padding, &out) || __builtin_add_overflow(out, reach, &out) ||
+                   __builtin_add_overflow(out, rc.output_padding[d], &out);
+        if (overflow)
+            step_fail(fmt::format("{}: dimension {}: the output size (size - 1) * stride - 2 * padding + dilation * "
+                                  "(kernel - 1) + output_padding + 1 overflows 64 bits (size {}, stride {}, padding {}, "
+                                  "dilation {}, kernel {}, output_padding {})",
+                                  where, d, rc.size[d], rc.stride[d], rc.padding[d], rc.dilation[d], rc.kernel[d],
+                                  rc.output_padding[d]));
+    } else {
+        // (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1
+        int64_t padded = 0;
+        overflow = overflow || __builtin_add_overflow(rc.size[d], doubled_padding, &padded);
+        if (overflow)
+            step_fail(fmt::format("{}: dimension {}: the output size (size + 2 * padding - dilation * (kernel - 1) - 1) "
+                                  "/ stride + 1 overflows 64 bits (size {}, padding {}, dilation {}, kernel {})",
+                                  where, d, rc.size[d], rc.padding[d], rc.dilation[d], rc.kernel[d]));
+        out = padded < reach ? 0 : (padded - reach) / rc.stride[d] + 1;
+    }
+    if (out < 1)
+        step_fail(fmt::format("{}: dimension {}: the output would be empty (size {}, kernel {}, dilation {}, padding "
+                              "{}, stride {})",
+                              where, d, rc.size[d], rc.kernel[d], rc.dilation[d], rc.padding[d], rc.stride[d]));
+    return out;
+}
+
 void check_matmul_dtypes(const Task& task, const PlanLibraryStep& step, const std::string& where)
 {
     auto dtype_of = [&](std::string_view role) -> std::optional<DType> {
@@ -368,9 +408,13 @@ ResolvedLibraryStep resolve_library_step(const Task& task, const PlanLibraryStep
         rm.n = eval_step(mm.n, scope, where, "n");
         rm.k = eval_step(mm.k, scope, where, "k");
         rm.batch = eval_step(mm.batch, scope, where, "batch");
-        for (auto [value, field] : {std::pair{rm.m, "m"}, {rm.n, "n"}, {rm.k, "k"}, {rm.batch, "batch"}})
+        for (auto [value, field] : {std::pair{rm.m, "m"}, {rm.n, "n"}, {rm.k, "k"}, {rm.batch, "batch"}}) {
             if (value < 1)
                 step_fail(fmt::format("{}: {} is {}; a matmul needs it at least 1", where, field, value));
+            if (value > k_max_matmul_size)
+                step_fail(fmt::format("{}: {} is {}, past {} (2^31 - 1), the largest size cuBLASLt's kernels take",
+                                      where, field, value, k_max_matmul_size));
+        }
         const int64_t sizes[4] = {checked_mul(rm.m, rm.k, where), checked_mul(rm.k, rm.n, where),
                                   checked_mul(rm.m, rm.n, where), checked_mul(rm.m, rm.n, where)};
         for (size_t i = 0; i < 4; ++i) {
@@ -379,6 +423,12 @@ ResolvedLibraryStep resolve_library_step(const Task& task, const PlanLibraryStep
             if (rm.strides[i] < 0)
                 step_fail(fmt::format("{}: stride_{} is {}; strides are at least 0", where, k_stride_roles[i], rm.strides[i]));
         }
+        // A shared input (stride 0) is read by every batch index; a shared output would be written by
+        // all of them at once.
+        if (rm.batch > 1 && rm.strides[3] < sizes[3])
+            step_fail(fmt::format("{}: stride_d is {} with batch {}: the output matrices ({} x {} = {} elements each) "
+                                  "would overlap",
+                                  where, rm.strides[3], rm.batch, rm.m, rm.n, sizes[3]));
         rm.transpose_a = mm.transpose_a;
         rm.transpose_b = mm.transpose_b;
         rm.alpha = mm.alpha;
@@ -432,13 +482,7 @@ ResolvedLibraryStep resolve_library_step(const Task& task, const PlanLibraryStep
         if (rc.transposed && rc.output_padding[d] >= std::max(rc.stride[d], rc.dilation[d]))
             step_fail(fmt::format("{}: dimension {}: output_padding {} must be less than stride {} or dilation {}", where,
                                   d, rc.output_padding[d], rc.stride[d], rc.dilation[d]));
-        int64_t reach = checked_add(checked_mul(rc.dilation[d], rc.kernel[d] - 1, where), 1, where);
-        rc.out[d] = rc.transposed ? (rc.size[d] - 1) * rc.stride[d] - 2 * rc.padding[d] + reach - 1 + rc.output_padding[d] + 1
-                                  : (rc.size[d] + 2 * rc.padding[d] - reach) / rc.stride[d] + 1;
-        if ((!rc.transposed && rc.size[d] + 2 * rc.padding[d] < reach) || rc.out[d] < 1)
-            step_fail(fmt::format("{}: dimension {}: the output would be empty (size {}, kernel {}, dilation {}, padding "
-                                  "{}, stride {})",
-                                  where, d, rc.size[d], rc.kernel[d], rc.dilation[d], rc.padding[d], rc.stride[d]));
+        rc.out[d] = conv_output_size(rc, d, where);
         x_elements = checked_mul(x_elements, rc.size[d], where);
         y_elements = checked_mul(y_elements, rc.out[d], where);
         w_elements = checked_mul(w_elements, rc.kernel[d], where);

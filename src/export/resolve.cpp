@@ -536,6 +536,11 @@ struct {0}_plan
             line(fmt::format("    if (mm->{} < 1)", field));
             refuse_at(label, fmt::format("{} is %lld; a matmul needs it at least 1", field),
                       fmt::format("(long long)mm->{}", field));
+            line(fmt::format("    if (mm->{} > INT64_C(2147483647))", field));
+            refuse_at(label,
+                      fmt::format("{} is %lld, past 2147483647 (2^31 - 1), the largest size cuBLASLt's kernels take",
+                                  field),
+                      fmt::format("(long long)mm->{}", field));
         }
         line("    int64_t sizes[4];");
         step_extent(label, "sizes[0]", "multiply(e, mm->m, mm->k)");
@@ -552,6 +557,9 @@ struct {0}_plan
             line(fmt::format("    if (mm->stride[{}] < 0)", i));
             refuse_at(label, field + " is %lld; strides are at least 0", fmt::format("(long long)mm->stride[{}]", i));
         }
+        line("    if (mm->batch > 1 && mm->stride[3] < sizes[3])");
+        refuse_at(label, "stride_d is %lld with batch %lld: the output matrices (%lld elements each) would overlap",
+                  "(long long)mm->stride[3], (long long)mm->batch, (long long)sizes[3]");
         line("    int64_t extent = 0;");
         for (size_t i = 0; i < 4; ++i) {
             step_extent(label, "extent",

@@ -205,3 +205,52 @@ TEST_CASE("a transposed conv's output size follows PyTorch's ConvTranspose formu
     CHECK_THAT(describe_library_step(step), Catch::StartsWith("conv up[2x16x18x14] = conv2d_transpose(x[2x3x9x7], "
                                                              "wt[3x16x3x3], stride 2x2, padding 1x1"));
 }
+
+TEST_CASE("a transposed conv whose output size overflows is a plan error naming the dimension, not a wrapped size",
+          "[core][plan][hostile]")
+{
+    const Task& task = library_conv_task(); // x [2, 3, 9, 7]
+    // Height: (9 - 1) * 2^61 is 2^64, which wraps to 0, and 0 + 5 = 5 rows would fit the scratch
+    // below; width: (7 - 1) * 1 + 5 = 11.
+    const std::string plan = R"({"scratch": [{"name": "up", "bytes": "4 * batch * 16 * 5 * 11"},
+                                             {"name": "wt", "bytes": "4 * 3 * 16 * 25"}],
+        "launches": [{"library": "conv", "x": "x", "w": "wt", "y": "up", "n": "batch", "c": 3, "k": 16,
+                      "size": ["height", "width"], "kernel": 5, "stride": [2305843009213693952, 1],
+                      "transposed": true}]})";
+    std::string error = library_plan_error(task, plan);
+    CHECK_THAT(error, Catch::Contains("launches[0]") && Catch::Contains("dimension 0: the output size") &&
+                          Catch::Contains("overflows 64 bits") && Catch::Contains("stride 2305843009213693952"));
+    // The same step with a stride that fits: 8 * 2 + 5 = 21 rows, which the scratch does not hold.
+    std::string fitting = plan;
+    fitting.replace(fitting.find("2305843009213693952"), 19, "2");
+    CHECK_THAT(library_plan_error(task, fitting), Catch::Contains("y 'up' would be written over 7392 elements"));
+    // A forward conv's padding near 2^62: the padded size overflows, named as such.
+    const std::string forward = R"({"launches": [{"library": "conv", "x": "x", "w": "conv_weight", "y": "out",
+        "n": "batch", "c": 3, "k": 16, "size": ["height", "width"], "kernel": 3,
+        "padding": [4611686018427387904, 0]}]})";
+    CHECK_THAT(library_plan_error(task, forward),
+               Catch::Contains("dimension 0: the output size") && Catch::Contains("overflows 64 bits"));
+}
+
+TEST_CASE("a matmul step past cuBLASLt's sizes or with overlapping batch outputs is a plan error naming the field",
+          "[core][plan][hostile]")
+{
+    const Task& task = library_gemm_task(); // M = N = K = 16
+    auto step = [](const std::string& fields) {
+        return R"({"scratch": [{"name": "big_out", "bytes": "4 * M * N * 2"}],
+                   "launches": [{"library": "matmul", "a": "A", "b": "B", )" +
+               fields + "}]}";
+    };
+    // 2^62 products of one shared A and B into one shared C: every extent is 256 elements.
+    CHECK_THAT(library_plan_error(task, step(R"("d": "C", "m": "M", "n": "N", "k": "K", "batch": 4611686018427387904,
+                                                "stride_a": 0, "stride_b": 0, "stride_c": 0, "stride_d": 0)")),
+               Catch::Contains("batch is 4611686018427387904, past 2147483647"));
+    CHECK_THAT(library_plan_error(task, step(R"("d": "C", "m": "M", "n": "N", "k": "2147483648", "stride_a": 0)")),
+               Catch::Contains("k is 2147483648, past 2147483647"));
+    // Two batch indices written over one output matrix.
+    CHECK_THAT(library_plan_error(task, step(R"("d": "big_out", "m": "M", "n": "N", "k": "K", "batch": 2,
+                                                "stride_a": 0, "stride_b": 0, "stride_d": 128)")),
+               Catch::Contains("stride_d is 128 with batch 2") && Catch::Contains("256 elements each) would overlap"));
+    CHECK(library_plan_error(task, step(R"("d": "big_out", "m": "M", "n": "N", "k": "K", "batch": 2,
+                                          "stride_a": 0, "stride_b": 0)")) == "(accepted)");
+}
