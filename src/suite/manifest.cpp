@@ -151,6 +151,7 @@ Json SuiteProblem::to_json() const
         list.push_back(session.to_json());
     return Json{{"id", id},
                 {"source", source},
+                {"source_relative", source_relative},
                 {"kind", problem_kind_name(kind)},
                 {"spec", spec},
                 {"archive", archive},
@@ -170,6 +171,7 @@ SuiteProblem SuiteProblem::from_json(const JsonReader& reader)
     if (!valid_problem_id(p.id))
         reader.at("id").fail("expected a problem id: a file stem of letters, digits, '_', '-' and '.'");
     p.source = reader.at("source").as_string();
+    p.source_relative = reader.get_string("source_relative", "");
     std::string kind = reader.at("kind").as_string();
     if (kind != "python" && kind != "spec")
         reader.at("kind").fail(fmt::format("expected \"python\" or \"spec\", found \"{}\"", kind));

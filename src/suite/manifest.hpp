@@ -15,7 +15,9 @@
 // process that died, and another one may take it over. A finished problem's claim file is removed.
 //
 // Paths inside the suite folder are stored relative to it, so a suite folder can be moved or read
-// from another host; sources and specs outside it are stored absolute.
+// from another host; sources and specs outside it are stored absolute, and each source also relative
+// to the suite folder, which is what a problem is known by once its folder and sources have moved or
+// been copied together (a model folder's regions/ and suite/, say: problems.hpp).
 #pragma once
 
 #include <filesystem>
@@ -66,6 +68,8 @@ struct ProblemSession {
 struct SuiteProblem {
     std::string id;                // unique in the suite, stable: the source's stem (-2, -3 on clashes)
     std::string source;            // absolute path of the .py or .json that was given
+    std::string source_relative;   // the same from the suite folder ("../regions/x.py"); empty in
+                                   // manifests written before it was kept, until their next run
     ProblemKind kind = ProblemKind::spec;
     std::string spec;              // imported: relative to the suite folder; else absolute
     std::string archive;           // relative: runs/<id>.kforge

@@ -112,6 +112,21 @@ void scan_folder(const fs::path& folder, std::vector<FoundProblem>& out)
                    folder.string());
 }
 
+// `source` from the suite folder `root`, both absolute and normalised: "../regions/x.py".
+std::string relative_source(const fs::path& source, const fs::path& root)
+{
+    return fs::path(source).lexically_relative(root).generic_string();
+}
+
+// Points `problem` at `source`, its file at a new place. A spec is used where it is, so it moves
+// with its source; an imported program's spec is the suite's own copy.
+void move_source(SuiteProblem& problem, const fs::path& source)
+{
+    problem.source = source.string();
+    if (problem.kind == ProblemKind::spec)
+        problem.spec = problem.source;
+}
+
 // The id a source asks for: its stem, with anything but letters, digits, '_', '-' and '.' made '_'.
 std::string base_id(const fs::path& source)
 {
@@ -157,17 +172,44 @@ std::vector<FoundProblem> find_problem_sources(const std::vector<std::string>& p
     return unique;
 }
 
-size_t add_new_problems(SuiteManifest& manifest, const std::vector<FoundProblem>& found)
+size_t add_new_problems(SuiteManifest& manifest, const std::vector<FoundProblem>& found, const fs::path& root)
 {
-    std::set<std::string> sources, ids;
-    for (const auto& p : manifest.problems) {
-        sources.insert(p.source);
+    std::error_code ec;
+    for (auto& p : manifest.problems) {
+        if (p.source_relative.empty() && fs::exists(p.source, ec))
+            p.source_relative = relative_source(p.source, root);
+        else if (!p.source_relative.empty() && !fs::exists(p.source, ec) &&
+                 fs::exists((root / p.source_relative).lexically_normal(), ec))
+            move_source(p, (root / p.source_relative).lexically_normal());
+    }
+    // Stored sources first, so that a source named both as itself and beside a copy keeps its
+    // problem; then places relative to the suite folder, each problem taken once.
+    std::set<std::string> ids, taken;
+    std::vector<const FoundProblem*> unmatched;
+    for (const auto& p : manifest.problems)
         ids.insert(p.id);
+    for (const auto& problem : found) {
+        auto same = std::find_if(manifest.problems.begin(), manifest.problems.end(),
+                                 [&](const SuiteProblem& p) { return p.source == problem.source.string(); });
+        if (same != manifest.problems.end())
+            taken.insert(same->id);
+        else
+            unmatched.push_back(&problem);
     }
     size_t added = 0;
-    for (const auto& problem : found) {
-        if (sources.count(problem.source.string()))
+    for (const FoundProblem* found_problem : unmatched) {
+        const FoundProblem& problem = *found_problem;
+        std::string relative = relative_source(problem.source, root);
+        auto moved = std::find_if(manifest.problems.begin(), manifest.problems.end(), [&](const SuiteProblem& p) {
+            return !p.source_relative.empty() && p.source_relative == relative && !taken.count(p.id);
+        });
+        if (moved != manifest.problems.end()) {
+            log_info("{}: its source is now {} (the same place in the suite's moved or copied folder)", moved->id,
+                     problem.source.string());
+            move_source(*moved, problem.source);
+            taken.insert(moved->id);
             continue;
+        }
         std::string base = base_id(problem.source);
         std::string id = base;
         for (int n = 2; ids.count(id); ++n)
@@ -175,6 +217,7 @@ size_t add_new_problems(SuiteManifest& manifest, const std::vector<FoundProblem>
         SuiteProblem p;
         p.id = id;
         p.source = problem.source.string();
+        p.source_relative = relative;
         p.kind = problem.kind;
         p.spec = problem.kind == ProblemKind::python
                      ? (fs::path("problems") / id / (problem.source.stem().string() + ".json")).string()
@@ -187,7 +230,7 @@ size_t add_new_problems(SuiteManifest& manifest, const std::vector<FoundProblem>
             p.source_hash.clear(); // unreadable now; its import or run will say why
         }
         manifest.problems.push_back(std::move(p));
-        sources.insert(problem.source.string());
+        taken.insert(id);
         ids.insert(id);
         ++added;
     }

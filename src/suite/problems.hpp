@@ -26,10 +26,17 @@ struct FoundProblem {
 // .json given by name that is not a task spec, and for a folder without any problem file.
 std::vector<FoundProblem> find_problem_sources(const std::vector<std::string>& paths);
 
-// Adds the problems `manifest` does not have yet (matched by source path) with fresh, unique ids:
-// the source's stem made file-name safe, with -2, -3, ... when taken. Existing problems keep their
-// ids, so a re-run names every problem as before. Returns how many were added.
-size_t add_new_problems(SuiteManifest& manifest, const std::vector<FoundProblem>& found);
+// Adds the problems `manifest` does not have yet with fresh, unique ids: the source's stem made
+// file-name safe, with -2, -3, ... when taken. Existing problems keep their ids, so a re-run names
+// every problem as before. A found source is the problem whose stored source it is, else the one
+// whose source sits at the same place relative to the suite folder `root` (absolute, normalised):
+// a suite folder moved or copied together with its sources (a model folder) resumes its own
+// problems, which then point at the sources beside them. A problem whose stored source is gone
+// while the one at its relative place exists is pointed there too, named on the command line or
+// not. Problems of older manifests, which lack the relative path, get it while their source is
+// where they say. Returns how many were added.
+size_t add_new_problems(SuiteManifest& manifest, const std::vector<FoundProblem>& found,
+                        const std::filesystem::path& root);
 
 // The stem of a problem's source file ("quick_gelu" for .../quick_gelu.py): what `--model
 // replay:DIR/` looks for as DIR/<stem>.jsonl.

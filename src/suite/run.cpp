@@ -112,7 +112,7 @@ int run_suite(const SuiteRunRequest& o)
         // Under the manifest's lock: a shard that created the suite meanwhile keeps its settings
         // where this invocation names none.
         m.settings = o.merge_settings(m.settings);
-        added = add_new_problems(m, found);
+        added = add_new_problems(m, found, root);
     });
     log_info("suite {}: {} problem{} ({} new), {}", root.string(), manifest.problems.size(),
              manifest.problems.size() == 1 ? "" : "s", added,
