@@ -2,6 +2,7 @@
 // file is removed by its holder on release.
 #include "archive/writer_lock.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -51,12 +52,16 @@ std::string read_holder(int fd)
 std::string describe_holder(const std::string& note)
 {
     Json holder = Json::parse(note, nullptr, false);
-    if (!holder.is_object() || !holder.contains("pid"))
+    if (!holder.is_object() || !holder.contains("pid") || !holder["pid"].is_number_integer())
         return "";
-    auto since = static_cast<std::time_t>(holder.value("since", 0.0));
-    return fmt::format("pid {} on {}, since {:%Y-%m-%d %H:%M:%S}, kforge {}",
-                       holder.value("pid", 0), holder.value("host", std::string("?")),
-                       fmt::localtime(since), holder.value("kforge_version", std::string("?")));
+    // Another process wrote the note: a field it lacks or holds of another type reads as unknown.
+    auto text = [&](const char* key) {
+        return holder.contains(key) && holder[key].is_string() ? holder[key].get<std::string>() : std::string("?");
+    };
+    double seconds = holder.contains("since") && holder["since"].is_number() ? holder["since"].get<double>() : 0.0;
+    auto since = static_cast<std::time_t>(std::clamp(seconds, 0.0, 4e9));
+    return fmt::format("pid {} on {}, since {:%Y-%m-%d %H:%M:%S}, kforge {}", holder["pid"].get<int64_t>(), text("host"),
+                       fmt::localtime(since), text("kforge_version"));
 }
 
 // The lock file's descriptor, locked; throws naming the holder when another process has it.

@@ -27,6 +27,13 @@ std::chrono::milliseconds to_ms(double seconds)
     return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
+// The provider's or evaluator's stored settings (`key`), read with their defaults: a resumed run's
+// come from its archive, so a member of the wrong type is an error naming the archive and field.
+JsonReader stored_settings(const RunConfig& config, const Json& settings, const char* key)
+{
+    return JsonReader(settings, config.origin.empty() ? std::string("the run configuration") : config.origin, key);
+}
+
 } // namespace
 
 std::filesystem::path default_knowledge_path()
@@ -226,13 +233,13 @@ Session::Session(const Task& task, const RunConfig& config) : m_task(task)
         m_proposer = std::move(builtin);
         m_proposer_label = "the builtin offline proposer (no model)";
     } else {
-        const Json& p = config.provider;
-        m_library = std::make_unique<PromptLibrary>(PromptLibrary::load_default(p.value("prompts", std::string())));
-        auto prices = std::make_shared<const PriceTable>(PriceTable::load_default(p.value("pricing", std::string())));
+        JsonReader p = stored_settings(config, config.provider, "provider");
+        m_library = std::make_unique<PromptLibrary>(PromptLibrary::load_default(p.get_string("prompts", "")));
+        auto prices = std::make_shared<const PriceTable>(PriceTable::load_default(p.get_string("pricing", "")));
         ProviderSettings settings;
-        settings.timeouts = {to_ms(p.value("connect_timeout_s", 10.0)), to_ms(p.value("timeout_s", 600.0))};
-        settings.retry.max_retries = p.value("retries", 5);
-        settings.retry.base_delay_s = p.value("retry_backoff_s", 1.0);
+        settings.timeouts = {to_ms(p.get_number("connect_timeout_s", 10.0)), to_ms(p.get_number("timeout_s", 600.0))};
+        settings.retry.max_retries = static_cast<int>(p.get_int("retries", 5));
+        settings.retry.base_delay_s = p.get_number("retry_backoff_s", 1.0);
         settings.prices = prices;
         settings.seed = config.search.seed; // replay latency draws: the same per reply in every run of this seed
         std::vector<std::string> labels;
@@ -261,7 +268,7 @@ Session::Session(const Task& task, const RunConfig& config) : m_task(task)
             std::vector<std::string> planners;
             for (const auto& entry : config.planner_models)
                 planners.push_back(add_model(entry, m_planners));
-            MenuSet menus = MenuSet::load_default(p.value("menus", std::string()));
+            MenuSet menus = MenuSet::load_default(p.get_string("menus", ""));
             m_menu = std::make_unique<Menu>(menus.pick(task, config.search.menu));
             log_info("{} proposals in two phases (a plan, then the code): menu {} ({} techniques), planner {}",
                      config.search.plan_share >= 1 ? "all" : fmt::format("{:.0f}% of", 100 * config.search.plan_share),
@@ -287,14 +294,15 @@ void Session::start_evaluator(const RunConfig& config, uint64_t run_secret, MpiW
                               const std::string& gpu_share_dir, int gpu_searches)
 {
     EvaluatorConfig evaluator;
-    evaluator.arch = config.evaluator.value("arch", std::string());
-    evaluator.compile_workers = config.evaluator.value("compile_workers", size_t{0});
-    evaluator.launch_deadline = to_ms(config.evaluator.value("deadline_s", 10.0));
+    JsonReader stored = stored_settings(config, config.evaluator, "evaluator");
+    evaluator.arch = stored.get_string("arch", "");
+    evaluator.compile_workers = static_cast<size_t>(std::max<int64_t>(0, stored.get_int("compile_workers", 0)));
+    evaluator.launch_deadline = to_ms(stored.get_number("deadline_s", 10.0));
     evaluator.cache_dir = cache_dir() / "cubin";
     evaluator.run_secret = run_secret;
-    evaluator.gpus = parse_gpu_selection(config.evaluator.value("gpus", std::string("all")));
+    evaluator.gpus = parse_gpu_selection(stored.get_string("gpus", "all"));
     evaluator.mpi = mpi;
-    evaluator.reuse_measurements = config.evaluator.value("reuse", true); // absent in runs from before the flag
+    evaluator.reuse_measurements = stored.get_bool("reuse", true); // absent in runs from before the flag
     evaluator.prefetch_task_kernels = true;
     if (!gpu_share_dir.empty())
         evaluator.gpu_share_dir = std::filesystem::absolute(gpu_share_dir);

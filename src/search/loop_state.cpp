@@ -93,7 +93,8 @@ LoopState LoopState::from_json(const Json& json, int islands, std::string_view w
     if (reader.has("island_best")) {
         auto values = reader.at("island_best").items();
         for (size_t i = 0; i < values.size() && i < state.island_best.size(); ++i)
-            state.island_best[i] = values[i].as_number();
+            if (!values[i].json().is_null()) // a NaN is saved as null: no best yet
+                state.island_best[i] = values[i].as_number();
     }
     if (reader.has("children"))
         for (const auto& key : reader.at("children").keys())

@@ -62,16 +62,16 @@ Json meta_prompt_to_json(const MetaPrompt& prompt)
                 {"active", prompt.active}};
 }
 
-MetaPrompt meta_prompt_from_json(const Json& json)
+MetaPrompt meta_prompt_from_json(const JsonReader& json)
 {
     MetaPrompt prompt;
-    prompt.id = json.value("id", int64_t{0});
-    prompt.island = json.value("island", 0);
-    prompt.text = json.value("text", std::string());
-    prompt.generation = json.value("generation", 0);
-    prompt.uses = json.value("uses", 0);
-    prompt.improvements = json.value("improvements", 0);
-    prompt.active = json.value("active", true);
+    prompt.id = json.get_int("id", 0);
+    prompt.island = static_cast<int>(json.get_int("island", 0));
+    prompt.text = json.get_string("text", "");
+    prompt.generation = static_cast<int>(json.get_int("generation", 0));
+    prompt.uses = static_cast<int>(json.get_int("uses", 0));
+    prompt.improvements = static_cast<int>(json.get_int("improvements", 0));
+    prompt.active = json.get_bool("active", true);
     return prompt;
 }
 

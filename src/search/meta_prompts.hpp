@@ -27,8 +27,10 @@ double meta_prompt_score(const MetaPrompt& prompt);
 // island number among equals), or nullopt.
 std::optional<int> weakest_island(const std::vector<MetaPrompt>& active, int min_uses);
 
-// A MetaPrompt as JSON and back (scheduled rewrites carry their prompts' records as they were).
+// A MetaPrompt as JSON and back (scheduled rewrites carry their prompts' records as they were,
+// saved with the pending items a resume starts again). Reading, an absent or null field takes its
+// default and a mistyped one is an Error(bad_input) naming it.
 Json meta_prompt_to_json(const MetaPrompt& prompt);
-MetaPrompt meta_prompt_from_json(const Json& json);
+MetaPrompt meta_prompt_from_json(const JsonReader& json);
 
 } // namespace kforge

@@ -4,11 +4,33 @@
 #include <cctype>
 #include <charconv>
 
+#include <fmt/format.h>
+
 #include "util/error.hpp"
 #include "util/limits.hpp"
 #include "util/text.hpp"
 
 namespace kforge {
+namespace {
+
+// The provider's or evaluator's settings: an object, whose members src/cli reads with defaults.
+// Absent or null (what an older kforge or a hand edit may leave) reads as no settings, and a null
+// member as an absent one.
+Json settings_object(const JsonReader& reader, std::string_view key)
+{
+    auto field = reader.find(key);
+    if (!field)
+        return Json::object();
+    if (!field->is_object())
+        field->fail(fmt::format("expected an object of settings, found {}", json_type_name(field->json())));
+    Json settings = Json::object();
+    for (const auto& [name, value] : field->json().items())
+        if (!value.is_null())
+            settings[name] = value;
+    return settings;
+}
+
+} // namespace
 
 Json RunConfig::to_json() const
 {
@@ -53,8 +75,9 @@ RunConfig RunConfig::from_json(const Json& json, const std::string& what)
     read_models("planner_models", config.planner_models);
     if (reader.has("knowledge") && !reader.at("knowledge").json().is_null())
         config.knowledge = reader.at("knowledge").as_string();
-    config.provider = json.value("provider", Json::object());
-    config.evaluator = json.value("evaluator", Json::object());
+    config.provider = settings_object(reader, "provider");
+    config.evaluator = settings_object(reader, "evaluator");
+    config.origin = what;
     return config;
 }
 

@@ -32,10 +32,12 @@ struct RunConfig {
     std::vector<ModelEntry> models; // empty: the builtin proposer
     std::vector<ModelEntry> planner_models; // two-phase proposals' planners; empty: `models`
     std::optional<std::string> knowledge; // null: --no-knowledge
-    Json provider = Json::object();
-    Json evaluator = Json::object();
+    Json provider = Json::object();  // read where it is used (src/cli), through a JsonReader labelled
+    Json evaluator = Json::object(); // with `origin`; a null member reads as absent
+    std::string origin;              // where it was read from ("ARCHIVE: run config"); "" for a new run
 
     Json to_json() const;
+    // Throws Error(bad_input) naming `what` and the field for a configuration kforge cannot use.
     static RunConfig from_json(const Json& json, const std::string& what);
 };
 

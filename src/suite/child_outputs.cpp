@@ -71,8 +71,11 @@ std::string stop_text(const std::filesystem::path& out)
         return "finished";
     }
     Json summary = Json::parse(text.substr(std::min(text.find('{'), text.size())), nullptr, false);
-    if (summary.is_object() && summary.contains("stop") && summary["stop"].is_object())
-        return summary["stop"].value("text", std::string("finished"));
+    // A child killed while it wrote leaves a summary cut short (no JSON) or, written by another
+    // version, fields of other types: then the stop is only known to be "finished".
+    if (summary.is_object() && summary.contains("stop") && summary["stop"].is_object() &&
+        summary["stop"].contains("text") && summary["stop"]["text"].is_string())
+        return summary["stop"]["text"].get<std::string>();
     return "finished";
 }
 

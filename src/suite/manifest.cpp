@@ -279,7 +279,15 @@ SuiteManifest SuiteManifest::from_json(const Json& json, const std::string& what
     for (const auto& p : m.problems)
         if (!ids.insert(p.id).second)
             reader.fail(fmt::format("problem id '{}' appears twice", p.id));
-    m.runs = json.value("runs", Json::array());
+    // The records are read field by field where they are shown, each field's absence or null taken
+    // as unknown (a process killed before it wrote its end leaves some); each must be an object.
+    if (auto runs = reader.find("runs")) {
+        for (const auto& run : runs->items())
+            if (!run.is_object())
+                run.fail(fmt::format("expected the record of a `suite run` process (an object), found {}",
+                                     json_type_name(run.json())));
+        m.runs = runs->json();
+    }
     return m;
 }
 

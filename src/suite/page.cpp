@@ -147,23 +147,37 @@ std::string suite_problem_table(const SuitePage& page)
            R"(included.</p>)";
 }
 
+// A field of a run record in suite.json, which an older kforge, a process killed mid-run or a hand
+// edit may have left absent, null or of another type: then the fallback.
+double number_field(const Json& record, const char* key, double fallback)
+{
+    return record.is_object() && record.contains(key) && record[key].is_number() ? record[key].get<double>() : fallback;
+}
+
+std::string text_field(const Json& record, const char* key, const char* fallback)
+{
+    return record.is_object() && record.contains(key) && record[key].is_string() ? record[key].get<std::string>()
+                                                                                 : fallback;
+}
+
 std::string suite_gpu_use(const SuitePage& page)
 {
     std::vector<std::vector<std::string>> rows;
     for (const auto& run : page.runs) {
-        std::string when = run.contains("started_at") && run["started_at"].is_number()
-                               ? format_local_time(run["started_at"].get<double>())
-                               : "-";
-        for (const auto& gpu : run.value("gpus", Json::array()))
-            rows.push_back({html_escape(when), html_escape(run.value("host", std::string("?"))),
-                            html_escape(run.value("shard", std::string("0/1"))),
-                            html_escape(gpu.value("label", std::string("?"))), html_escape(gpu.value("name", std::string())),
-                            std::to_string(gpu.value("problems", int64_t{0})),
-                            suite_percent(gpu.value("busy", 0.0)), suite_percent(gpu.value("search", 0.0)),
-                            suite_percent(gpu.value("held", 0.0)),
-                            format_elapsed(gpu.value("lock_wait_s", 0.0)),
-                            format_elapsed(gpu.value("window_s", 0.0)),
-                            run.value("interrupted", false) ? "interrupted" : ""});
+        std::string when = number_field(run, "started_at", 0) > 0 ? format_local_time(number_field(run, "started_at", 0))
+                                                                  : "-";
+        if (!run.is_object() || !run.contains("gpus") || !run["gpus"].is_array())
+            continue;
+        bool interrupted = run.contains("interrupted") && run["interrupted"].is_boolean() && run["interrupted"].get<bool>();
+        for (const auto& gpu : run["gpus"])
+            rows.push_back({html_escape(when), html_escape(text_field(run, "host", "?")),
+                            html_escape(text_field(run, "shard", "0/1")), html_escape(text_field(gpu, "label", "?")),
+                            html_escape(text_field(gpu, "name", "")),
+                            fmt::format("{:.0f}", number_field(gpu, "problems", 0)),
+                            suite_percent(number_field(gpu, "busy", 0)), suite_percent(number_field(gpu, "search", 0)),
+                            suite_percent(number_field(gpu, "held", 0)),
+                            format_elapsed(number_field(gpu, "lock_wait_s", 0)),
+                            format_elapsed(number_field(gpu, "window_s", 0)), interrupted ? "interrupted" : ""});
     }
     if (rows.empty())
         return R"(<p class="empty-note">No <code>suite run</code> has recorded its GPUs yet.</p>)";

@@ -55,7 +55,9 @@ std::vector<std::string> unserved_replies(const fs::path& file, const Archive& a
     std::vector<std::string> rest;
     for (const auto& line : reply_lines(file)) {
         Json record = Json::parse(line, nullptr, false);
-        std::string reply = record.is_object() ? record.value("reply", std::string()) : std::string();
+        std::string reply = record.is_object() && record.contains("reply") && record["reply"].is_string()
+                                ? record["reply"].get<std::string>()
+                                : std::string();
         auto it = served.find(reply);
         if (it != served.end() && it->second > 0)
             --it->second;

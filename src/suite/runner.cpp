@@ -421,7 +421,7 @@ void SuiteRunner::save_run_record()
     Json record = run_record();
     m_manifest = m_folder.update([&](SuiteManifest& m) {
         for (auto& run : m.runs)
-            if (run.value("token", std::string()) == m_token) {
+            if (run.is_object() && run.contains("token") && run["token"] == m_token) {
                 run = record;
                 return;
             }

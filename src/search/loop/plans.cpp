@@ -136,11 +136,15 @@ void SearchLoop::take_plan(Flight& flight, PlanOutcome outcome)
 
 void SearchLoop::apply_plan_done(Flight& flight)
 {
-    const Json& done = flight.item.plan_done;
+    // Read back from the saved state on a resume: an absent or null field reads as its default.
+    const Json none = Json::object();
+    JsonReader done(flight.item.plan_done.is_object() ? flight.item.plan_done : none,
+                    fmt::format("the saved plan of work item {}", flight.item.seq));
     if (flight.call_ids.empty())
-        for (const auto& id : done.value("calls", Json::array()))
-            flight.call_ids.push_back(id.get<int64_t>());
-    if (done.value("status", "failed") != plan_status_name(PlanStatus::failed)) {
+        if (auto calls = done.find("calls"))
+            for (const auto& id : calls->items())
+                flight.call_ids.push_back(id.as_int());
+    if (done.get_string("status", "failed") != plan_status_name(PlanStatus::failed)) {
         if (m_stop == StopReason::interrupted)
             flight.phase2_held = true; // after Ctrl-C no new model call starts
         else
@@ -150,9 +154,9 @@ void SearchLoop::apply_plan_done(Flight& flight)
     Proposal& proposal = flight.proposal;
     proposal.origin = Origin::llm;
     proposal.note = "(no plan)";
-    bool call_failed = done.value("call_failed", false);
+    bool call_failed = done.get_bool("call_failed", false);
     proposal.outcome = call_failed ? ProposalOutcome::call_failed : ProposalOutcome::no_code;
-    std::string problem = done.value("problem", std::string());
+    std::string problem = done.get_string("problem", "");
     proposal.failure = {VerdictKind::no_code, call_failed ? problem : "The plan could not be read: " + problem};
     flight.proposed = true;
 }
@@ -160,8 +164,9 @@ void SearchLoop::apply_plan_done(Flight& flight)
 void SearchLoop::start_code_phase(Flight& flight)
 {
     const WorkItem& item = flight.item;
-    TechniquePlan plan = TechniquePlan::from_json(item.plan_done.at("plan"), "the saved plan of item " +
-                                                                                 std::to_string(item.seq));
+    const Json none;
+    const Json& saved = item.plan_done.is_object() && item.plan_done.contains("plan") ? item.plan_done["plan"] : none;
+    TechniquePlan plan = TechniquePlan::from_json(saved, "the saved plan of item " + std::to_string(item.seq));
     const ModelMix& coders = *m_services.models;
     const PromptLibrary& library = *m_services.library;
     m_pool->post(item.seq, [&coders, &library, context = proposal_context(item), menu = *m_menu, plan,

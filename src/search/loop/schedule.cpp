@@ -366,9 +366,16 @@ void SearchLoop::dispatch(Flight& flight)
         return;
     }
     case ItemKind::meta_prompt: {
-        MetaPromptRequest request{m_task, meta_prompt_from_json(item.meta_request.value("current", Json::object())), {}};
-        for (const auto& prompt : item.meta_request.value("history", Json::array()))
-            request.history.push_back(meta_prompt_from_json(prompt));
+        // Saved with the pending items, so a resume may read it from an archive: a null or absent
+        // part reads as none.
+        const Json none = Json::object();
+        JsonReader saved(item.meta_request.is_object() ? item.meta_request : none,
+                         fmt::format("the meta-prompt request of work item {}", item.seq));
+        auto current = saved.find("current");
+        MetaPromptRequest request{m_task, meta_prompt_from_json(current ? *current : JsonReader(none, saved.file())), {}};
+        if (auto history = saved.find("history"))
+            for (const auto& prompt : history->items())
+                request.history.push_back(meta_prompt_from_json(prompt));
         const ModelMix& models = *m_services.models;
         const PromptLibrary& library = *m_services.library;
         m_pool->post(item.seq, [&models, &library, request, seed = item.seed] {
