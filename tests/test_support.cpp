@@ -267,6 +267,14 @@ CommandResult RunningProgram::wait()
     return ended(status);
 }
 
+std::optional<CommandResult> RunningProgram::poll()
+{
+    int status = 0;
+    if (m_pid > 0 && ::waitpid(m_pid, &status, WNOHANG) == m_pid)
+        return ended(status);
+    return std::nullopt;
+}
+
 std::optional<CommandResult> RunningProgram::wait_for(std::chrono::seconds limit)
 {
     auto until = std::chrono::steady_clock::now() + limit;

@@ -95,6 +95,8 @@ public:
     std::string stderr_so_far() const;
     // Waits for it to end.
     CommandResult wait();
+    // Its result if it has ended, without waiting; nullopt while it runs.
+    std::optional<CommandResult> poll();
     // Waits up to `limit` for it to end; nullopt when it is still running then, after which it is
     // asked to stop (SIGTERM, which mpirun forwards to its ranks) and, 10 s later, killed.
     std::optional<CommandResult> wait_for(std::chrono::seconds limit);

@@ -12,6 +12,8 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "evaluator/worker/share.hpp"
 #include "suite/gpu_use.hpp"
 #include "suite/suite_checks.hpp"
@@ -94,6 +96,11 @@ bool kill_and_resume(const fs::path& root, const std::vector<std::string>& args,
 
     CommandResult resumed = run_kforge({"suite", "run", "-o", root.string(), "--progress", "lines"}, env);
     INFO(resumed.err);
+    std::string states;
+    if (std::optional<SuiteManifest> now = suite_manifest_now(root))
+        for (const auto& p : now->problems)
+            states += fmt::format("{}: {} ({})\n", p.id, problem_state_name(p.state), p.reason);
+    INFO("after the resume:\n" << states);
     REQUIRE(resumed.exit_code == 0);
     CHECK_THAT(resumed.out, Catch::Contains("correct: "));
     CHECK_THAT(resumed.out, Catch::Contains("gpu0: busy "));
