@@ -51,9 +51,12 @@ namespace kforge {
 namespace {
 
 // Set to 1 in a worker's environment to honour test hooks: a source containing
-// k_crash_marker makes the worker kill itself mid-compile, as a compiler crash would.
+// k_crash_marker makes the worker kill itself mid-compile, as a compiler crash would, and one
+// containing k_hang_marker makes it hang, as a compile that never ends would, without a core
+// spent on it.
 constexpr const char* k_test_hooks_env = "KFORGE_COMPILE_TEST_HOOKS";
 constexpr std::string_view k_crash_marker = "kforge-test-hook: crash";
+constexpr std::string_view k_hang_marker = "kforge-test-hook: hang";
 
 // The niceness compile workers run at. The GPU workers drive the scarce GPUs from the CPU (launches,
 // the timing loop's syncs and L2 flushes) and should not wait for a core behind a burst of compiles;
@@ -413,6 +416,8 @@ int run_compile_worker()
             CompileRequest request = compile_request_from_json(from_frame(*frame));
             if (test_hooks && request.source.find(k_crash_marker) != std::string::npos)
                 ::kill(::getpid(), SIGKILL);
+            while (test_hooks && request.source.find(k_hang_marker) != std::string::npos)
+                ::pause();
             reply = compile_result_to_json(compile_with_nvrtc(request), CubinEncoding::binary);
         } catch (const std::exception& e) {
             reply = {{"internal_error", e.what()}};

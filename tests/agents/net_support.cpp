@@ -30,8 +30,10 @@ CallRecorder CallLog::recorder()
 ProviderSettings fast_settings(CallLog* log)
 {
     ProviderSettings settings;
-    settings.timeouts.connect = std::chrono::milliseconds(1000);
-    settings.timeouts.total = std::chrono::milliseconds(2000);
+    // Far above what the mock server takes, even on a loaded machine: a test that wants a timeout
+    // sets its own.
+    settings.timeouts.connect = std::chrono::milliseconds(10000);
+    settings.timeouts.total = std::chrono::milliseconds(20000);
     settings.retry.max_retries = 3;
     settings.retry.base_delay_s = 0.01;
     settings.retry.max_delay_s = 0.05;

@@ -67,7 +67,7 @@ TEST_CASE("costs, tokens and latencies in the archive are the ones the mock serv
             CHECK(stored.cost_known);
             CHECK(stored.cost_usd == Approx(cost));
             CHECK(stored.latency_s >= served);
-            CHECK(stored.latency_s < served + 2);
+            CHECK(stored.latency_s < served + 10); // the client's own overhead, on any load
             CHECK_THAT(stored.reply, Catch::Contains("scale_vec"));
 
             LlmUsage total = archive.llm_usage_total();

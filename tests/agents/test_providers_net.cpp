@@ -60,7 +60,7 @@ TEST_CASE("openai: a reply's text, tokens, cost and latency are recorded as the 
     REQUIRE(requests.size() == 1);
     double served = requests[0].answered_s - requests[0].arrived_s;
     CHECK(record.latency_s >= served);
-    CHECK(record.latency_s < served + 1.0);
+    CHECK(record.latency_s < served + 10); // the client's own overhead, on however loaded a machine
     REQUIRE(log.records.size() == 1);
     CHECK(log.records[0].cost_usd == record.cost_usd);
 
@@ -156,16 +156,17 @@ TEST_CASE("a stall past the total timeout is a timeout, retried and recovered", 
     MockLlmServer server;
     MockStep stall = MockStep::reply("late");
     stall.behaviour = MockBehaviour::stall;
-    stall.delay_s = 3;
+    stall.delay_s = 120; // released when the server stops
     server.push(stall);
     ProviderSettings settings = fast_settings();
-    settings.timeouts.total = std::chrono::milliseconds(300);
+    // Short enough to end the stall early, long enough for the retry's prompt reply on any load.
+    settings.timeouts.total = std::chrono::milliseconds(1500);
     auto provider = openai_at(server, settings);
     auto start = std::chrono::steady_clock::now();
     ChatResult result = provider->complete(k_request);
     REQUIRE(result.ok());
     CHECK(result.record.retries == 1);
-    CHECK(seconds_since(start) < 2.5);
+    CHECK(seconds_since(start) < 60); // it did not wait for the stall
 }
 
 TEST_CASE("a server that always stalls ends in a timeout status, without hanging", "[agents][net]")
@@ -174,7 +175,7 @@ TEST_CASE("a server that always stalls ends in a timeout status, without hanging
     MockLlmServer server;
     MockStep stall;
     stall.behaviour = MockBehaviour::stall;
-    stall.delay_s = 5;
+    stall.delay_s = 120; // released when the server stops
     server.set_default(stall);
     ProviderSettings settings = fast_settings();
     settings.timeouts.total = std::chrono::milliseconds(200);
@@ -185,7 +186,7 @@ TEST_CASE("a server that always stalls ends in a timeout status, without hanging
     CHECK(result.record.status == "timeout");
     CHECK(result.record.retries == 2);
     CHECK_THAT(result.record.error, Catch::Contains("timed out"));
-    CHECK(seconds_since(start) < 3);
+    CHECK(seconds_since(start) < 60); // it did not wait for the stalls
 }
 
 TEST_CASE("a connection dropped after the headers is retried and recovered", "[agents][net]")

@@ -50,14 +50,19 @@ std::string seed(const std::string& name)
 }
 
 // `reuse_measurements`: false makes every job run on a GPU, even a point measured before.
-std::unique_ptr<CandidateEvaluator> evaluator_over(const test::TempDir& cache, bool reuse_measurements = true)
+EvaluatorConfig config_over(const test::TempDir& cache, bool reuse_measurements = true)
 {
     EvaluatorConfig config;
     config.reuse_measurements = reuse_measurements;
     config.worker_executable = test::kforge_binary().string();
     config.cache_dir = cache.path();
     config.run_secret = 7;
-    return make_gpu_evaluator(softmax(), config);
+    return config;
+}
+
+std::unique_ptr<CandidateEvaluator> evaluator_over(const test::TempDir& cache, bool reuse_measurements = true)
+{
+    return make_gpu_evaluator(softmax(), config_over(cache, reuse_measurements));
 }
 
 std::map<uint64_t, Evaluation> collect_all(CandidateEvaluator& evaluator, size_t count, std::vector<uint64_t>* order = nullptr)
@@ -171,6 +176,7 @@ TEST_CASE("a sweep whose GPU left for an earlier job is finished by the GPU that
 {
     test::TempDir cache;
     SimulatedGpus gpus("2", test::k_handoff_unit_ms, test::k_handoff_costs);
+    test::warm_handoff_compiles(softmax(), config_over(cache));
     auto evaluator = evaluator_over(cache);
     test::check_sweep_handoff(*evaluator);
 }

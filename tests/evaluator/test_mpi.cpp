@@ -203,6 +203,7 @@ TEST_CASE("rank 0 of the MPI handoff test: drive this rank's GPU and rank 1's", 
     config.cache_dir = cache.path();
     config.run_secret = 7;
     config.gpus = parse_gpu_selection("2"); // two simulated GPUs on this host: one for each rank
+    warm_handoff_compiles(task, config);
     config.mpi = world.get();
     {
         std::unique_ptr<CandidateEvaluator> evaluator = make_gpu_evaluator(task, config);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <regex>
 
+#include <sys/resource.h>
+
 #include <fmt/format.h>
 
 #include "archive/archive.hpp"
@@ -31,6 +33,15 @@ std::string write_report(const std::filesystem::path& archive, const std::filesy
     REQUIRE(result.exit_code == 0);
     CHECK(result.out == html.string() + "\n");
     return read_file(html);
+}
+
+// CPU seconds (user and system) of the child processes this process has waited for so far.
+double children_cpu_seconds()
+{
+    rusage usage{};
+    ::getrusage(RUSAGE_CHILDREN, &usage);
+    auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 } // namespace
@@ -161,17 +172,19 @@ TEST_CASE("report names the file and the problem for a bad archive or an unwrita
     CHECK(usage.exit_code == 2);
 }
 
-TEST_CASE("the report of 10,000 candidates is written in under a second and stays compact",
+TEST_CASE("the report of 10,000 candidates is written in under a second of CPU and stays compact",
           "[e2e][report][slow]")
 {
     TempDir dir;
     auto started = std::chrono::steady_clock::now();
     SyntheticRun run = build_synthetic_run(dir / "big.kforge", {.candidates = 10'000});
     double built = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    started = std::chrono::steady_clock::now();
+    // The report's own CPU time, which a machine busy with other work does not inflate as it does
+    // the wall time.
+    double cpu_before = children_cpu_seconds();
     std::string html = write_report(dir / "big.kforge", dir / "synthetic-10000.html");
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    WARN(fmt::format("10,000 candidates: archive built in {:.2f} s, report written in {:.3f} s, {}",
+    double seconds = children_cpu_seconds() - cpu_before;
+    WARN(fmt::format("10,000 candidates: archive built in {:.2f} s, report written in {:.3f} s of CPU, {}",
                      built, seconds, format_bytes(static_cast<double>(html.size()))));
 #if defined(__SANITIZE_ADDRESS__)
     constexpr double k_limit_s = 5; // sanitizers slow everything several times over

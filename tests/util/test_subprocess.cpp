@@ -41,7 +41,7 @@ TEST_CASE("a child that hangs past the deadline is reported as a timeout and can
     std::string reply;
     auto begin = std::chrono::steady_clock::now();
     CHECK(child.receive(reply, std::chrono::milliseconds(300)) == ReceiveStatus::timeout);
-    CHECK(std::chrono::steady_clock::now() - begin < std::chrono::seconds(3));
+    CHECK(std::chrono::steady_clock::now() - begin < std::chrono::seconds(60)); // at its deadline, not the hang's hour
     child.kill();
     CHECK_FALSE(child.running());
     CHECK_THAT(child.exit_description(), Catch::Contains("signal 9"));

@@ -34,11 +34,19 @@ TEST_CASE("two holders of a GPU's measuring lock take turns; the second waits, s
     MeasuringLock first, second;
     first.configure(dir.path(), "GPU-test", {});
     std::vector<std::string> notices;
-    second.configure(dir.path(), "GPU-test", [&](std::string_view event) { notices.emplace_back(event); });
+    std::atomic<bool> second_waits{false};
+    second.configure(dir.path(), "GPU-test", [&](std::string_view event) {
+        notices.emplace_back(event);
+        second_waits = second_waits || event == "waiting";
+    });
     std::atomic<bool> holding{false};
+    // The first holds until the second says it waits, and 300 ms more: however late the second
+    // comes on a loaded machine, it waits that long.
     std::thread holder([&] {
         MeasuringLock::Hold hold = first.hold("variant");
         holding = true;
+        for (int i = 0; i < 60000 && !second_waits; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
     });
     while (!holding)

@@ -215,10 +215,10 @@ TEST_CASE("a reference process that hangs is killed at its limit with every proc
     } catch (const Error& e) {
         CHECK_THAT(std::string(e.what()), Catch::Contains("gave no reply within 3 s during 'prepare'"));
     }
-    CHECK(std::chrono::steady_clock::now() - begin < std::chrono::seconds(15));
+    CHECK(std::chrono::steady_clock::now() - begin < std::chrono::seconds(60)); // at its limit, not the hang's hour
     std::vector<std::string> started = split(trim(read_file(pids)), ' ');
     REQUIRE(started.size() == 2);
     int python = std::stoi(started[0]), daemon = std::stoi(started[1]);
-    CHECK(test::wait_process_gone(python, std::chrono::seconds(5)));
-    CHECK(test::wait_process_gone(daemon, std::chrono::seconds(5)));
+    CHECK(test::wait_process_gone(python, std::chrono::seconds(30)));
+    CHECK(test::wait_process_gone(daemon, std::chrono::seconds(30)));
 }
