@@ -7,7 +7,7 @@
 #include <optional>
 #include <thread>
 
-#include "evaluator/gpu_devices.hpp"
+#include "evaluator/gpu_selection.hpp"
 #include "kf_catch.hpp"
 #include "test_support.hpp"
 #include "util/text.hpp"
