@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "step.hpp"
+#include "steps/step.hpp"
 #include "vendor_routine.hpp"
 
 namespace kforge::vendor {

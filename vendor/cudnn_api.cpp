@@ -11,7 +11,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include "step.hpp"
+#include "steps/step.hpp"
 #include "vendor_routine.hpp"
 
 namespace kforge::vendor {

@@ -36,7 +36,7 @@ const CudnnApi& cudnn_api();
 inline const CudnnApi& dnn() { return cudnn_api(); }
 
 // The process's cuDNN handle, made on first use in the current context (see shared_lt_handle in
-// step_matmul.cpp for why it is never destroyed).
+// steps/matmul.cpp for why it is never destroyed).
 cudnnHandle_t shared_cudnn_handle();
 
 // "CUDNN_STATUS_NOT_SUPPORTED (...)" plus cuDNN's last error message, when it has one.

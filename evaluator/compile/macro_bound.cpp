@@ -39,8 +39,8 @@ struct Macro {
     std::vector<int> body;         // interned spellings
 };
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
-bool is_ident_char(char c) { return is_ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
+bool is_macro_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
+bool is_macro_name_char(char c) { return is_macro_name_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
 
 class MacroCounter
 {
@@ -103,7 +103,7 @@ private:
         return id;
     }
 
-    bool is_identifier(int text) const { return is_ident_start(m_spellings[static_cast<size_t>(text)][0]); }
+    bool is_identifier(int text) const { return is_macro_name_start(m_spellings[static_cast<size_t>(text)][0]); }
 
     std::vector<int> tokenize(std::string_view line)
     {
@@ -116,11 +116,11 @@ private:
                 continue;
             }
             size_t start = i;
-            if (is_ident_start(c)) {
-                while (i < line.size() && is_ident_char(line[i]))
+            if (is_macro_name_start(c)) {
+                while (i < line.size() && is_macro_name_char(line[i]))
                     ++i;
             } else if (std::isdigit(static_cast<unsigned char>(c))) {
-                while (i < line.size() && (is_ident_char(line[i]) || line[i] == '.' ||
+                while (i < line.size() && (is_macro_name_char(line[i]) || line[i] == '.' ||
                                            ((line[i] == '+' || line[i] == '-') && (line[i - 1] == 'e' || line[i - 1] == 'E'))))
                     ++i;
             } else if (c == '#' && i + 1 < line.size() && line[i + 1] == '#') {
@@ -139,16 +139,16 @@ private:
         if (i == std::string_view::npos)
             return;
         size_t name_end = i;
-        while (name_end < rest.size() && is_ident_char(rest[name_end]))
+        while (name_end < rest.size() && is_macro_name_char(rest[name_end]))
             ++name_end;
         std::string_view directive = rest.substr(i, name_end - i);
         if (directive != "define" && directive != "undef")
             return;
         size_t m = rest.find_first_not_of(" \t\f\v\r", name_end);
-        if (m == std::string_view::npos || !is_ident_start(rest[m]))
+        if (m == std::string_view::npos || !is_macro_name_start(rest[m]))
             return;
         size_t m_end = m;
-        while (m_end < rest.size() && is_ident_char(rest[m_end]))
+        while (m_end < rest.size() && is_macro_name_char(rest[m_end]))
             ++m_end;
         int name = intern(rest.substr(m, m_end - m));
         if (directive == "undef") {

@@ -94,7 +94,7 @@ std::vector<std::string> toolkit_roots()
 bool is_prelude_macro_warning(const std::string& first_line)
 {
     static const std::regex re(
-        R"re(warning #47-D: incompatible redefinition of macro "(INFINITY|NAN|HUGE_VALF|HUGE_VAL)" \(declared at line \d+ of )re" +
+        R"re(warning #\d+-D: incompatible redefinition of macro "(INFINITY|NAN|HUGE_VALF|HUGE_VAL)" \(declared at line \d+ of )re" +
         std::string(k_prelude_header_name) + R"(\))");
     return std::regex_search(first_line, re);
 }

@@ -1,7 +1,7 @@
 // The exported launcher's library steps: cuBLASLt matmul and cuDNN conv calls written into the .cu.
 //
-// kforge's GPU worker runs a step through libkforge_vendor.so (vendor/step_matmul*.cpp,
-// vendor/step_conv*.cpp): it translates the row-major step into the library's call, asks the
+// kforge's GPU worker runs a step through libkforge_vendor.so (vendor/steps/matmul*.cpp,
+// vendor/steps/conv*.cpp): it translates the row-major step into the library's call, asks the
 // library's heuristic for candidates, filters them (no TF32 for fp32, no split-K, nothing over the
 // step's workspace; cuDNN engines without tensor-core or down-converting notes for fp32) and takes
 // the `algo`-th. The export cannot ship that library, so it repeats the same translation and the same
@@ -84,7 +84,7 @@ bool aligned_operand(const char* label, const char* role, const void* address, u
 )cpp";
 
 constexpr const char* k_matmul_code = R"cpp(
-// ---- cuBLASLt matmul (vendor/step_matmul_plan.cpp, vendor/step_matmul.cpp) ----
+// ---- cuBLASLt matmul (vendor/steps/matmul_plan.cpp, vendor/steps/matmul.cpp) ----
 // Row-major D = op(A) op(B) is cuBLASLt's column-major D^T = op(B)^T op(A)^T: its m is the step's n,
 // its n the step's m, its A the step's b buffer (T when transpose_b) and its B the step's a buffer
 // (T when transpose_a); the bias, one per column of D, is one per row of D^T (the BIAS epilogue).

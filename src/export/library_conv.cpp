@@ -1,9 +1,9 @@
 // conv_library_code(): the cuDNN 9 graph-API code of an exported conv step (see library_code.cpp).
 //
-// It repeats vendor/step_conv_plan.cpp (tensors as dims and strides, a 1-D convolution as 2-D over
+// It repeats vendor/steps/conv_plan.cpp (tensors as dims and strides, a 1-D convolution as 2-D over
 // a unit height, a transposed convolution as the data gradient with its post padding),
-// vendor/step_conv.cpp (descriptors, operation, graph, variant pack) and
-// vendor/step_conv_engines.cpp (INSTANT then FALLBACK proposals, duplicates by engine, knobs and
+// vendor/steps/conv.cpp (descriptors, operation, graph, variant pack) and
+// vendor/steps/conv_engines.cpp (INSTANT then FALLBACK proposals, duplicates by engine, knobs and
 // notes dropped, engines whose numerical notes break the step's precision left out, plans built
 // in order, the `algo`-th that builds and fits the workspace), so the index means what it meant
 // when kforge timed it.
@@ -13,7 +13,7 @@ namespace kforge {
 namespace {
 
 constexpr const char* k_conv_code = R"cpp(
-// ---- cuDNN conv (vendor/step_conv_plan.cpp, step_conv.cpp, step_conv_engines.cpp) ----
+// ---- cuDNN conv (vendor/steps/conv_plan.cpp, vendor/steps/conv.cpp, vendor/steps/conv_engines.cpp) ----
 #include <cudnn_graph.h>
 
 #include <string>

@@ -149,7 +149,7 @@ std::string legend(const FitnessRange& range)
     svg.text(240, 52, fmt::format("{:.2f}x", range.hi), R"(class="tick" text-anchor="end")");
     svg.rect(0, 62, 14, 14, R"(class="cell empty")");
     svg.text(20, 74, "empty cell", R"(class="tick")");
-    svg.rect(100, 62, 14, 14, R"(class="cell elite" fill="#999" style="stroke:none")");
+    svg.rect(100, 62, 14, 14, R"attr(class="cell elite" fill="rgb(153,153,153)" style="stroke:none")attr");
     svg.raw(R"(<rect x="98.5" y="60.5" width="17" height="17" class="best-ring"/>)");
     svg.text(122, 74, "the run's best", R"(class="tick")");
     // A block, enlarged: work across, occupancy up.

@@ -28,8 +28,8 @@ constexpr size_t k_max_config_chars = 4'000;
 constexpr size_t k_max_metrics = 24;
 
 constexpr const char* k_style = R"css(
-:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#eaeef2;--bg:#f6f8fa;--card:#fff;
---accent:#0969da}
+:root{--fg:rgb(31,35,40);--muted:rgb(89,99,110);--line:rgb(209,217,224);--soft:rgb(234,238,242);--bg:rgb(246,248,250);--card:rgb(255,255,255);
+--accent:rgb(9,105,218)}
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,
 sans-serif;color:var(--fg);background:var(--bg)}
@@ -43,8 +43,8 @@ h3{font-size:14.5px;margin:20px 0 8px}
 .stat{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:13px 16px}
 .stat .value{font-size:27px;font-weight:650;font-variant-numeric:tabular-nums;line-height:1.2}
 .stat .label{color:var(--muted);font-size:12.5px;margin-top:2px}
-.stat.hero{border-color:#8ddb8c;background:#f3fcf4}
-.stat.hero .value{color:#1a7f37;font-size:32px}
+.stat.hero{border-color:rgb(141,219,140);background:rgb(243,252,244)}
+.stat.hero .value{color:rgb(26,127,55);font-size:32px}
 section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:18px 22px;
 margin-top:18px}
 .lead{margin:0 0 10px}
@@ -55,58 +55,58 @@ svg{max-width:100%;height:auto;font-family:inherit}
 .plots{display:flex;flex-wrap:wrap;gap:18px 28px}
 .plots figure{flex:1 1 540px;max-width:640px}
 .plot .grid{stroke:var(--soft)}
-.plot .frame{fill:none;stroke:#8c959f}
-.tick{font-size:11px;fill:#59636e}
-.tiny{font-size:9.5px;fill:#59636e}
-.axis-title{font-size:12px;fill:#1f2328}
-.dots{stroke:#6e7781;stroke-width:3.6;stroke-linecap:round;opacity:.45}
-.fail-rug{stroke:#cf222e;stroke-width:1;opacity:.45}
+.plot .frame{fill:none;stroke:rgb(140,149,159)}
+.tick{font-size:11px;fill:rgb(89,99,110)}
+.tiny{font-size:9.5px;fill:rgb(89,99,110)}
+.axis-title{font-size:12px;fill:rgb(31,35,40)}
+.dots{stroke:rgb(110,119,129);stroke-width:3.6;stroke-linecap:round;opacity:.45}
+.fail-rug{stroke:rgb(207,34,46);stroke-width:1;opacity:.45}
 .best-line{fill:none;stroke:var(--accent);stroke-width:2.4}
-.ref-line{stroke:#bf8700;stroke-dasharray:5 4}
-.ref-label{font-size:11px;fill:#9a6700}
-.best-dot{fill:var(--accent);stroke:#fff;stroke-width:2}
-.ref-label,.best-label{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
-.best-label{font-size:12.5px;font-weight:650;fill:#0550ae}
-.plot-note{font-size:15px;fill:#59636e}
+.ref-line{stroke:rgb(191,135,0);stroke-dasharray:5 4}
+.ref-label{font-size:11px;fill:rgb(154,103,0)}
+.best-dot{fill:var(--accent);stroke:rgb(255,255,255);stroke-width:2}
+.ref-label,.best-label{paint-order:stroke;stroke:rgb(255,255,255);stroke-width:3px;stroke-linejoin:round}
+.best-label{font-size:12.5px;font-weight:650;fill:rgb(5,80,174)}
+.plot-note{font-size:15px;fill:rgb(89,99,110)}
 .islands{display:flex;flex-wrap:wrap;gap:22px 34px;margin-top:12px}
 .island{width:266px}
 .island figcaption{margin:0 0 4px;color:var(--fg);font-size:13.5px}
-.grid-label{font-size:11.5px;fill:#1f2328}
-.cell.empty{fill:#f2f4f6;stroke:#d5dbe1;stroke-width:.7}
-.cell.elite{stroke:#fff;stroke-width:.7}
-.best-ring{fill:none;stroke:#cf222e;stroke-width:2.4}
+.grid-label{font-size:11.5px;fill:rgb(31,35,40)}
+.cell.empty{fill:rgb(242,244,246);stroke:rgb(213,219,225);stroke-width:.7}
+.cell.elite{stroke:rgb(255,255,255);stroke-width:.7}
+.best-ring{fill:none;stroke:rgb(207,34,46);stroke-width:2.4}
 .scroll{overflow-x:auto}
 table.data{border-collapse:collapse;width:100%;font-size:13px}
 th,td{padding:5px 10px;border-bottom:1px solid var(--soft);text-align:left;vertical-align:top}
 th{font-weight:600;color:var(--muted);background:var(--bg);white-space:nowrap}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tbody tr:hover{background:#f6f8fa}
+tbody tr:hover{background:rgb(246,248,250)}
 .badge{display:inline-block;padding:0 8px;border-radius:10px;font-size:12px;line-height:19px;
 white-space:nowrap}
-.v-correct{background:#dafbe1;color:#116329}.v-held_out_failed{background:#fff1c2;color:#7d4e00}
-.v-incorrect{background:#ffe2cc;color:#953800}.v-timeout{background:#ecdcff;color:#6639ba}
-.v-runtime_error{background:#ffd8d3;color:#a40e26}.v-compile_error{background:#ffdce8;color:#99124b}
-.v-plan_error{background:#dde7f3;color:#2f4a6b}.v-no_code{background:#e6e9ec;color:#424a53}
+.v-correct{background:rgb(218,251,225);color:rgb(17,99,41)}.v-held_out_failed{background:rgb(255,241,194);color:rgb(125,78,0)}
+.v-incorrect{background:rgb(255,226,204);color:rgb(149,56,0)}.v-timeout{background:rgb(236,220,255);color:rgb(102,57,186)}
+.v-runtime_error{background:rgb(255,216,211);color:rgb(164,14,38)}.v-compile_error{background:rgb(255,220,232);color:rgb(153,18,75)}
+.v-plan_error{background:rgb(221,231,243);color:rgb(47,74,107)}.v-no_code{background:rgb(230,233,236);color:rgb(66,74,83)}
 .bars{display:grid;grid-template-columns:max-content 1fr max-content max-content;gap:6px 12px;
 align-items:center;max-width:860px}
 .bar{height:14px;background:var(--bg);border-radius:3px;overflow:hidden}
 .bar>div{height:100%;border-radius:3px}
-.bar>.v-correct{background:#2da44e}.bar>.v-held_out_failed{background:#d4a72c}
-.bar>.v-incorrect{background:#e16f24}.bar>.v-timeout{background:#8250df}
-.bar>.v-runtime_error{background:#cf222e}.bar>.v-compile_error{background:#bf3989}
-.bar>.v-plan_error{background:#57728f}.bar>.v-no_code{background:#8c959f}
+.bar>.v-correct{background:rgb(45,164,78)}.bar>.v-held_out_failed{background:rgb(212,167,44)}
+.bar>.v-incorrect{background:rgb(225,111,36)}.bar>.v-timeout{background:rgb(130,80,223)}
+.bar>.v-runtime_error{background:rgb(207,34,46)}.bar>.v-compile_error{background:rgb(191,57,137)}
+.bar>.v-plan_error{background:rgb(87,114,143)}.bar>.v-no_code{background:rgb(140,149,159)}
 .bars .num{text-align:right;font-variant-numeric:tabular-nums}
-.warn{color:#a40e26;font-weight:600}
+.warn{color:rgb(164,14,38);font-weight:600}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:4px 18px;margin:0}
 dl.facts dt{color:var(--muted)}dl.facts dd{margin:0}
 pre{margin:0;font:12.5px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace}
 pre.config{background:var(--bg);padding:8px 10px;border-radius:6px;white-space:pre-wrap}
-pre.source{background:#fbfcfd;border:1px solid var(--soft);border-radius:8px;padding:10px 0;
+pre.source{background:rgb(251,252,253);border:1px solid var(--soft);border-radius:8px;padding:10px 0;
 overflow-x:auto;counter-reset:line}
 pre.source .l{display:block;padding:0 14px 0 0}
 footer{margin-top:22px;font-size:12px;text-align:center}
 pre.source .l::before{counter-increment:line;content:counter(line);display:inline-block;
-width:3.6em;padding-right:1em;margin-right:.6em;text-align:right;color:#8c959f;
+width:3.6em;padding-right:1em;margin-right:.6em;text-align:right;color:rgb(140,149,159);
 border-right:1px solid var(--soft)}
 )css";
 

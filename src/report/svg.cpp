@@ -35,7 +35,7 @@ std::string html_escape(std::string_view text)
         case '<': out += "&lt;"; break;
         case '>': out += "&gt;"; break;
         case '"': out += "&quot;"; break;
-        case '\'': out += "&#39;"; break;
+        case '\'': out += "&apos;"; break;
         default: out += c;
         }
     }

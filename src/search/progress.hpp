@@ -54,7 +54,7 @@ public:
     ProgressReporter& operator=(const ProgressReporter&) = delete;
 
     bool live() const { return m_mode == ProgressMode::live; }
-    // One recorded candidate, described by `line` ("#14 island 1 llm correct 1.23x ...").
+    // One recorded candidate, described by `line` (its number, island, origin and verdict, as the search records it).
     void recorded(const ProgressSnapshot& snapshot, std::string_view line);
     // Something worth its own line whatever the mode (a new best, a migration, a stop).
     void event(std::string_view text);

@@ -24,9 +24,9 @@ using SuiteAlign = TextTable::Align;
 
 constexpr const char* k_suite_extra_style = R"css(
 .state{display:inline-block;padding:0 8px;border-radius:10px;font-size:12px;line-height:19px}
-.s-finished{background:#dafbe1;color:#116329}.s-running{background:#ddf4ff;color:#0550ae}
-.s-waiting{background:#eaeef2;color:#424a53}.s-failed{background:#ffd8d3;color:#a40e26}
-.s-skipped{background:#fff1c2;color:#7d4e00}
+.s-finished{background:rgb(218,251,225);color:rgb(17,99,41)}.s-running{background:rgb(221,244,255);color:rgb(5,80,174)}
+.s-waiting{background:rgb(234,238,242);color:rgb(66,74,83)}.s-failed{background:rgb(255,216,211);color:rgb(164,14,38)}
+.s-skipped{background:rgb(255,241,194);color:rgb(125,78,0)}
 )css";
 
 std::string suite_stat(std::string_view css_class, std::string_view value, std::string_view label)

@@ -34,10 +34,10 @@ struct SuiteSeries {
 std::string_view suite_colour(const std::string& baseline)
 {
     if (baseline == "torch_eager")
-        return "#0969da";
+        return "rgb(9,105,218)";
     if (baseline == "torch_compile")
-        return "#8250df";
-    return "#1a7f37";
+        return "rgb(130,80,223)";
+    return "rgb(26,127,55)";
 }
 
 std::vector<SuiteSeries> suite_series(const SuitePage& page)
@@ -167,7 +167,7 @@ std::string render_speedup_strips(const SuitePage& page)
             const auto& [speedup, id] = s.speedups[i];
             double jitter = (static_cast<double>(i % 5) - 2) * 4; // neighbours apart vertically
             svg.circle(x(std::log2(speedup)), mid + jitter, 4.5,
-                       fmt::format(R"(fill="{}" fill-opacity=".75" stroke="#fff" stroke-width="1")", s.colour),
+                       fmt::format(R"attr(fill="{}" fill-opacity=".75" stroke="rgb(255,255,255)" stroke-width="1")attr", s.colour),
                        fmt::format("{}: {:.2f}x {}", id, speedup, s.label));
         }
         if (row + 1 < series.size())

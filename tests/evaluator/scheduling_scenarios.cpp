@@ -15,7 +15,7 @@
 namespace kforge::test {
 namespace {
 
-std::string seed(const std::string& name)
+std::string softmax_seed(const std::string& name)
 {
     return read_file(source_dir() / "tasks" / "softmax_f32" / name);
 }
@@ -34,17 +34,17 @@ std::vector<EvalJob> handoff_jobs(const GpuIdentity& first, const GpuIdentity& s
 {
     std::vector<EvalJob> jobs(4);
     jobs[0].ticket = 1; // the first GPU: a confirmation, 4.2 s
-    jobs[0].source = seed("seed_warp_row.cu");
+    jobs[0].source = softmax_seed("seed_warp_row.cu");
     jobs[0].options = EvalOptions{true, false, false, ParamPoint{{"WARPS", 4}, {"VEC", 4}}, false, first};
     jobs[1].ticket = 10; // the second GPU: 8 param points, 0.4 s each
-    jobs[1].source = seed("seed_block_row.cu");
+    jobs[1].source = softmax_seed("seed_block_row.cu");
     // An earlier confirmation with a profile (8.2 s), which the second GPU takes between its
     // variants since the first is busy, and a later job that must wait for the sweep.
     jobs[2].ticket = 5;
-    jobs[2].source = seed("seed_row_regs.cu");
+    jobs[2].source = softmax_seed("seed_row_regs.cu");
     jobs[2].options = EvalOptions{true, false, true, ParamPoint{{"THREADS", 256}, {"VPT", 4}}, false, second};
     jobs[3].ticket = 20;
-    jobs[3].source = seed("seed_split_row.cu");
+    jobs[3].source = softmax_seed("seed_split_row.cu");
     jobs[3].options.only_params = ParamPoint{{"THREADS", 512}, {"VPT", 8}};
     return jobs;
 }

@@ -22,7 +22,8 @@ const TempDir& process_dir()
     return dir;
 }
 
-std::string read_file(const std::filesystem::path& path)
+// A /proc file, or "" when its process is gone.
+std::string read_proc_file(const std::filesystem::path& path)
 {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -135,14 +136,14 @@ std::vector<int> child_processes(int parent, const std::string& word, const std:
         std::string name = entry.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos)
             continue;
-        std::string stat = read_file(entry.path() / "stat");
+        std::string stat = read_proc_file(entry.path() / "stat");
         auto close = stat.rfind(')');
         if (close == std::string::npos)
             continue;
         auto fields = split(stat.substr(close + 2), ' '); // state, ppid, ...
         if (fields.size() < 2 || fields[1] != std::to_string(parent))
             continue;
-        std::string cmdline = read_file(entry.path() / "cmdline");
+        std::string cmdline = read_proc_file(entry.path() / "cmdline");
         auto args = split(cmdline, '\0');
         if (std::find(args.begin(), args.end(), word) != args.end() &&
             std::find(args.begin(), args.end(), kind) != args.end())

@@ -222,7 +222,7 @@ TEST_CASE("the report of every archive recorded on a GPU shows its title, elites
 TEST_CASE("report markup helpers escape text, pick round ticks and span the colour scale", "[report]")
 {
     CHECK(html_escape(R"(<a href="x">Tom & 'Jerry'</a>)") ==
-          "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;");
+          "&lt;a href=&quot;x&quot;&gt;Tom &amp; &apos;Jerry&apos;&lt;/a&gt;");
     CHECK(nice_ticks(0, 10, 5) == std::vector<double>{0, 2, 4, 6, 8, 10});
     CHECK(nice_ticks(0, 2.75, 5) == std::vector<double>{0, 0.5, 1, 1.5, 2, 2.5});
     CHECK(nice_ticks(0, 11000, 6) == std::vector<double>{0, 2000, 4000, 6000, 8000, 10000});

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "step.hpp"
-#include "step_selftest.hpp"
+#include "verify.hpp"
 #include "vendor_routine.hpp"
 
 namespace kforge::vendor {

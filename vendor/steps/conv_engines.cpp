@@ -5,7 +5,7 @@
 // by refusing engines that note tensor cores, whose fp32 path rounds inputs to TF32. Engines that
 // down-convert inputs or reduce in reduced precision are refused for every dtype, since a step's
 // sums are fp32. What is left out, and why, goes into the text of the choice or of the refusal.
-#include "step_conv_engines.hpp"
+#include "conv_engines.hpp"
 
 #include <algorithm>
 #include <set>

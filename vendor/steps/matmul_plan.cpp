@@ -6,7 +6,7 @@
 // BIAS epilogue's rule outside fp8), sizes that fit the int32 range cuBLASLt's kernels index with
 // in practice (its layouts take uint64 rows and columns, but its header warns that usually only
 // int32 values are supported), and a batch whose output matrices do not overlap.
-#include "step_matmul_plan.hpp"
+#include "matmul_plan.hpp"
 
 #include <climits>
 #include <cmath>

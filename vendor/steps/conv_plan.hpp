@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "kforge_vendor.h"
-#include "step_matmul_plan.hpp"
+#include "matmul_plan.hpp"
 
 namespace kforge::vendor {
 

@@ -1,8 +1,8 @@
 // The conv step: one cudnnBackendExecute per run, on an execution plan built once at prepare.
 //
-// prepare builds cuDNN's graph from the ConvPlan (step_conv_plan.hpp): three tensors, a
+// prepare builds cuDNN's graph from the ConvPlan (conv_plan.hpp): three tensors, a
 // convolution descriptor, one forward or backward-data operation, and the operation graph, then
-// lets choose_engine() (step_conv_engines.hpp) pick the execution plan `algo` indexes. Every
+// lets choose_engine() (conv_engines.hpp) pick the execution plan `algo` indexes. Every
 // descriptor is finalized at once, so an attribute cuDNN refuses is reported at the call that set
 // it, not at a later use. run() points the variant pack at the run's buffers: building one is host
 // work, but not free, so the last one is kept and rebuilt only when an address changes.
@@ -13,8 +13,8 @@
 
 #include "cudnn_api.hpp"
 #include "step.hpp"
-#include "step_conv_engines.hpp"
-#include "step_conv_plan.hpp"
+#include "conv_engines.hpp"
+#include "conv_plan.hpp"
 #include "vendor_routine.hpp"
 
 namespace kforge::vendor {

@@ -1,6 +1,6 @@
 // The matmul step: one cublasLtMatmul per run, its algorithm chosen once at prepare.
 //
-// prepare builds the descriptors from the MatmulPlan (step_matmul_plan.hpp), asks the heuristic for
+// prepare builds the descriptors from the MatmulPlan (matmul_plan.hpp), asks the heuristic for
 // up to 32 algorithms under the step's constraints, keeps those that pass kforge's own checks, in
 // the heuristic's order, and takes the one `algo` indexes. The constraints: the workspace the step
 // has (MAX_WORKSPACE_BYTES; none without one), the alignment its operands are known to have, no
@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "step.hpp"
-#include "step_matmul_plan.hpp"
+#include "matmul_plan.hpp"
 #include "vendor_routine.hpp"
 
 namespace kforge::vendor {

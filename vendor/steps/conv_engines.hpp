@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cudnn_api.hpp"
-#include "step_conv_plan.hpp"
+#include "conv_plan.hpp"
 
 namespace kforge::vendor {
 

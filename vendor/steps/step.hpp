@@ -1,9 +1,9 @@
 // Library steps inside libkforge_vendor.so: the prepared state of one step and its factories.
 //
-// A step is described and checked without a GPU (step_matmul_plan, step_conv_plan turn the C
+// A step is described and checked without a GPU (matmul_plan, conv_plan turn the C
 // structs into the exact numbers the library calls take), then prepared once per shape and param
 // point in the caller's context (descriptors, the allowed candidates, the chosen one) and run many
-// times with the run's operand addresses. step_abi.cpp owns the states behind the C interface.
+// times with the run's operand addresses. abi.cpp owns the states behind the C interface.
 #pragma once
 
 #include <memory>

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "step_selftest.hpp"
+#include "verify.hpp"
 
 namespace kforge::vendor {
 namespace {

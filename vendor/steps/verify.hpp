@@ -3,7 +3,7 @@
 // Each problem is a KforgeStep with its operands in kforge_vendor.h's order, inputs from a fixed
 // seed (rounded to the step's dtype first, so the host computes from the very values the device
 // sees) and the expected output computed on the host in double precision under an fp32-appropriate
-// tolerance that grows with the square root of the reduction length. step_selftest.cpp runs each
+// tolerance that grows with the square root of the reduction length. verify.cpp runs each
 // through the C interface, as the GPU worker drives it, for every allowed algorithm.
 #pragma once
 

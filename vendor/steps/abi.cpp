@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "step.hpp"
-#include "step_conv_plan.hpp"
-#include "step_matmul_plan.hpp"
+#include "conv_plan.hpp"
+#include "matmul_plan.hpp"
 #include "vendor_routine.hpp"
 
 namespace kforge::vendor {

@@ -3,7 +3,7 @@
 // The sizes follow PyTorch's Conv and ConvTranspose formulas (docs/library-steps.md); the checks
 // are those PyTorch makes before calling cuDNN, so a step that passes here fails on the GPU only
 // for want of an engine.
-#include "step_conv_plan.hpp"
+#include "conv_plan.hpp"
 
 #include <fmt/format.h>
 
