@@ -45,6 +45,7 @@
 #include "util/interrupt.hpp"
 #include "util/log.hpp"
 #include "util/subprocess.hpp"
+#include "util/text.hpp"
 
 namespace kforge {
 
@@ -365,8 +366,12 @@ CompileResult CompilePool::compile(const CompileRequest& request)
         if (auto it = m_impl->prefetched.find(key); it != m_impl->prefetched.end())
             prefetched = it->second;
     }
-    if (prefetched.valid())
+    if (prefetched.valid()) {
+        // Said so the wiring can be checked without timing it: this compile began before it was asked.
+        log_debug("compile pool: {} (kernels {}) taken from its compile begun ahead", key.substr(0, 12),
+                  join(request.kernels, ", "));
         return prefetched.get();
+    }
     return compile_now(request, key);
 }
 

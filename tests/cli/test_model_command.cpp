@@ -25,7 +25,7 @@ Json model_json(const fs::path& path)
 } // namespace
 
 TEST_CASE("model optimize cuts a model, searches its regions as a suite and puts the winners back",
-          "[torch][model][e2e]")
+          "[torch][model][e2e][extended]")
 {
     TempDir dir;
     fs::path folder = dir / "mlp";

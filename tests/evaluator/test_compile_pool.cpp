@@ -306,7 +306,7 @@ TEST_CASE("KFORGE_COMPILE_WORKERS chooses the default pool size, and a bad value
     CHECK(pool.workers() == compile_workers_for(usable_cpus(), 0, 1)); // memory limits nothing here
 }
 
-TEST_CASE("a search whose GPUs wait behind a too-small compile pool says so once, naming the flag", "[evaluator][pool][e2e]")
+TEST_CASE("a search whose GPUs wait behind a too-small compile pool says so once, naming the flag", "[evaluator][pool][e2e][extended]")
 {
     if (usable_cpus() < 2) {
         WARN("one usable CPU: no pool can be larger than one worker here, so there is nothing to say");

@@ -172,7 +172,7 @@ TEST_CASE("idle GPUs take variants of a running sweep, and the sweep decides wha
 // sweep used to wait for its own GPU while the other one idled or ran later jobs. test_mpi.cpp runs
 // the same scenario with the sweep on another MPI rank's GPU.
 TEST_CASE("a sweep whose GPU left for an earlier job is finished by the GPU that frees up and before later work",
-          "[evaluator][multigpu]")
+          "[evaluator][multigpu][extended]")
 {
     test::TempDir cache;
     SimulatedGpus gpus("2", test::k_handoff_unit_ms, test::k_handoff_costs);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <csignal>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "archive/archive.hpp"
@@ -194,17 +195,19 @@ TEST_CASE("under CUDA_VISIBLE_DEVICES as indices (SLURM's --gres=gpu:N) a run us
     CHECK_THAT(none.err, Catch::Contains("no NVIDIA driver/GPU found") && Catch::Contains("CUDA_VISIBLE_DEVICES"));
 }
 
-TEST_CASE("a search compiles the task's reference and seeds while its GPU starts, so the first seed is screened "
-          "at once",
-          "[evaluator][multigpu][slow]")
+TEST_CASE("a search compiles the task's reference and seeds while its GPU starts: the GPU's compiles of them are "
+          "the ones already under way",
+          "[evaluator][multigpu]")
 {
-    // A fresh CUBIN cache, and a GPU whose start takes 15 s (a real one's context and baselines, or
-    // a PyTorch reference process, take seconds): the seeds' six variants each must be compiled in
-    // that time, not after it. With the seeds prefetched their first screen began 0.011-0.015 s into
-    // the search on two cores; compiled after the GPU's start, 1.08 s (more on a busier machine).
+    // A fresh CUBIN cache and a GPU whose start takes 3 s (a real one's context and baselines, or a
+    // PyTorch reference process, take seconds). Whether the compiles finish within the start depends
+    // on how busy the machine is, so what is checked is that they began then: each compile the GPU
+    // asks for of the reference and the seeds is served by the compile begun ahead, never a second one.
+    // (On two idle cores the first seed's screen began 0.011-0.015 s into the search this way;
+    // compiled after the GPU's start, 1.08 s.)
     TempDir dir;
     std::vector<std::string> env = simulated_env("1");
-    env.push_back("KFORGE_SIMULATE_GPU_SETUP_MS=15000");
+    env.push_back("KFORGE_SIMULATE_GPU_SETUP_MS=3000");
     env.push_back("XDG_CACHE_HOME=" + (dir / "cache").string());
     CommandResult result = run_kforge({"--log-level", "debug", "optimize", (source_dir() / "tasks" / "softmax_f32.json").string(),
                                        "-o", (dir / "run.kforge").string(), "--model", "builtin", "--budget", "3",
@@ -213,9 +216,12 @@ TEST_CASE("a search compiles the task's reference and seeds while its GPU starts
     INFO(result.err);
     REQUIRE(result.exit_code == 0);
     CHECK_THAT(result.err, Catch::Contains("compile pool: compiling the reference and 2 seeds while the GPUs start"));
-    // Seed 1 is the search's second item: its screen is job 3 (three job kinds an item).
-    std::smatch begin;
+    const std::regex ahead(R"(compile pool: [0-9a-f]+ \(kernels ([a-z_, ]+)\) taken from its compile begun ahead)");
+    std::set<std::string> kernels;
     std::string err = result.err;
-    REQUIRE(std::regex_search(err, begin, std::regex(R"(timeline ([0-9.]+) gpu0 begin job 3 screen)")));
-    CHECK(std::stod(begin[1].str()) < 0.5);
+    for (auto it = std::sregex_iterator(err.begin(), err.end(), ahead); it != std::sregex_iterator(); ++it)
+        kernels.insert((*it)[1].str());
+    // The reference's kernel and both seeds' (softmax_rows in one, softmax_rows and softmax_long_rows
+    // in the other) were each served from a compile begun while the GPU started.
+    CHECK(kernels.size() >= 2);
 }

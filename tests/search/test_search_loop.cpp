@@ -217,7 +217,7 @@ TEST_CASE("a duplicate proposal is counted and never evaluated", "[search]")
 // and the search waited for item 0's screen for ever.
 TEST_CASE("identical replies that finish newest first are recorded: an evaluation taken over twice reaches the "
           "item that records it",
-          "[search]")
+          "[search][extended]")
 {
     // Which pool thread reaches the model first varies, so the chain is not always three long: three
     // runs (each a few seconds) make a stall all but certain to show, had it come back.

@@ -126,7 +126,7 @@ bool kill_and_resume(const fs::path& root, const std::vector<std::string>& args,
 } // namespace
 
 TEST_CASE("a suite of bundled tasks on three simulated GPUs survives kill -9 and resumes to its archives' counts",
-          "[cli][suite][e2e][slow]")
+          "[cli][suite][e2e][slow][extended]")
 {
     TempDir dir;
     fs::path root = dir / "suite";
@@ -144,7 +144,7 @@ TEST_CASE("a suite of bundled tasks on three simulated GPUs survives kill -9 and
 }
 
 TEST_CASE("an imported PyTorch suite with recorded replies survives kill -9 and resumes to its archives' counts",
-          "[torch][suite][e2e][slow]")
+          "[torch][suite][e2e][slow][extended]")
 {
     TempDir dir;
     fs::path root = dir / "suite";

@@ -66,7 +66,7 @@ std::vector<std::string> suite_args(const std::vector<std::string>& tasks, const
 
 TEST_CASE("searches share a simulated GPU while their replies wait: calls overlap, measurements never do, and each "
           "run's --time buys the search it gets alone",
-          "[cli][suite][e2e][slow]")
+          "[cli][suite][e2e][slow][extended]")
 {
     TempDir dir;
     fs::path replies = dir / "replies";

@@ -81,7 +81,7 @@ TEST_CASE("a program that starts daemons imports, and its daemons end with the i
 }
 
 TEST_CASE("an import that hangs after starting a daemon ends at its --time-limit, its daemon with it",
-          "[torch][import][e2e]")
+          "[torch][import][e2e][extended]")
 {
     TempDir dir;
     write_text(dir / "hangs.py", program(daemon_starter(dir / "pids.txt"), "    time.sleep(3600)\n"));

@@ -3,10 +3,18 @@ import os
 import sys
 import tempfile
 import textwrap
+import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "torch")
+
+
+def extended(test):
+    """Marks a slow test (a class or a method) that `./kf test extended` (ctest -L extended, which CI
+    runs) runs and `./kf test` skips, saying so."""
+    return unittest.skipUnless(os.environ.get("KFORGE_EXTENDED_TESTS") == "1",
+                               "an extended test: `./kf test extended` runs it")(test)
 
 
 def problem_file(test, source):

@@ -3,9 +3,10 @@ import subprocess
 import sys
 import unittest
 
-from support import FIXTURES, ROOT
+from support import FIXTURES, ROOT, extended
 
 
+@extended
 class Fixtures(unittest.TestCase):
     def test_selfcheck_passes_on_the_fixture_problems(self):
         done = subprocess.run([sys.executable, "-m", "kforge_torch.selfcheck", FIXTURES], capture_output=True,

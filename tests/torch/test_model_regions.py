@@ -62,6 +62,7 @@ class RegionsTest(unittest.TestCase):
         self.assertEqual(len(part.top), 2)
 
 
+@support.extended
 class AssembledWiringTest(unittest.TestCase):
     def _staged(self, name, call_for):
         model, inputs, captured, part, _ = _cut(name)

@@ -174,7 +174,7 @@ const VendorBindings::Value* find_value(const VendorBindings& b, const std::stri
 } // namespace
 
 TEST_CASE("every cuBLAS baseline, replayed on the host as described, computes its task's output on the test shapes",
-          "[vendor]")
+          "[vendor][extended]")
 {
     VendorLibrary library(test::vendor_library_file());
     if (!library.available()) {
